@@ -1,0 +1,23 @@
+"""specdec: sampling and exact speculative decoding in numpy, built notebook by notebook.
+
+The modules imported below are generated from the course notebooks (see their headers);
+`import specdec` needs numpy only.
+"""
+
+from specdec.drawing import sample
+from specdec.logits import log_softmax, softmax
+from specdec.nucleus import top_p_filter
+from specdec.pipeline import SamplingParams, min_p_filter, sample_token, sampling_probs
+from specdec.topk import top_k_filter
+
+__all__ = [
+    "SamplingParams",
+    "log_softmax",
+    "min_p_filter",
+    "sample",
+    "sample_token",
+    "sampling_probs",
+    "softmax",
+    "top_k_filter",
+    "top_p_filter",
+]

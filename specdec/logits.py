@@ -1,0 +1,89 @@
+"""Logits to probabilities: validation, a numerically stable softmax, log-softmax, temperature."""
+
+import math
+import numbers
+
+import numpy as np
+
+
+def describe_row(index: tuple, ndim: int) -> str:
+    """Name a row of a batch for an error message: '' for a single row, ' in row (2, 5)' otherwise."""
+    if ndim == 1:
+        return ""
+    return f" in row {index[0] if len(index) == 1 else index}"
+
+
+def check_logits(logits, name: str = "logits") -> np.ndarray:
+    """Return `logits` as an array after checking it can define a distribution.
+
+    Logits are real numbers with the vocabulary on the last axis. -inf is allowed (it means
+    "probability zero"), but NaN and +inf are not, and a row that is entirely -inf has no
+    token left to draw, so each of those raises a ValueError that says which row.
+    """
+    arr = np.asarray(logits)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must have a vocabulary axis, got a scalar")
+    if arr.shape[-1] == 0:
+        raise ValueError(f"{name} has an empty vocabulary axis (shape {arr.shape})")
+    row_max = arr.max(axis=-1)  # (...,) NaN if a row has a NaN, +inf if it has +inf
+    if not np.isfinite(row_max).all():  # one cheap pass; diagnose only when something is wrong
+        for index in np.ndindex(arr.shape[:-1]):
+            row = arr[index]  # (V,)
+            where = describe_row(index, arr.ndim)
+            if np.isnan(row).any():
+                raise ValueError(f"{name} contains NaN{where}")
+            if (row == np.inf).any():
+                raise ValueError(f"{name} contains +inf{where}")
+            if (row == -np.inf).all():
+                raise ValueError(f"{name} is entirely -inf{where}: no token is left to draw")
+    return arr
+
+
+def check_temperature(temperature) -> float:
+    """Return `temperature` as a float after checking it is a finite number >= 0 (0 means greedy)."""
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature must be a real number >= 0, got {temperature!r}")
+    value = float(temperature)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"temperature must be finite and >= 0 (0 means greedy), got {temperature!r}")
+    return value
+
+
+def one_hot_argmax(x: np.ndarray) -> np.ndarray:
+    """The greedy distribution: probability 1 on the largest logit (ties -> lowest index)."""
+    probs = np.zeros(x.shape, dtype=np.float64)  # (..., V)
+    best = np.argmax(x, axis=-1)[..., None]  # (..., 1) argmax returns the first maximum
+    np.put_along_axis(probs, best, 1.0, axis=-1)
+    return probs
+
+
+def softmax(logits, temperature: float = 1.0, axis: int = -1) -> np.ndarray:
+    """Probabilities from logits: softmax(x / T)_i = exp((x_i - max x) / T) / sum_j exp((x_j - max x) / T).
+
+    Subtracting the row maximum first changes nothing mathematically but keeps every exponent
+    <= 0, so exp never overflows; doing it *before* dividing by T also keeps a tiny T from
+    turning finite logits into inf - inf = NaN. T = 0 is the limit T -> 0: all mass on the
+    argmax. The result is float64 whatever the input dtype.
+    """
+    t = check_temperature(temperature)
+    x = check_logits(np.moveaxis(np.asarray(logits), axis, -1))  # (..., V)
+    if t == 0:
+        return np.moveaxis(one_hot_argmax(x), -1, axis)
+    shifted = x.astype(np.float64) - x.max(axis=-1, keepdims=True)  # (..., V) all <= 0
+    weights = np.exp(shifted / t)  # (..., V) in [0, 1], the max is exactly 1
+    probs = weights / weights.sum(axis=-1, keepdims=True)  # (..., V)
+    return np.moveaxis(probs, -1, axis)
+
+
+def log_softmax(logits, axis: int = -1) -> np.ndarray:
+    """log softmax(x)_i = (x_i - max x) - log(sum_j exp(x_j - max x)), in float64.
+
+    Computed directly rather than as log(softmax(x)), which would give -inf for any
+    probability that underflows to 0 even though its log is a perfectly ordinary number.
+    """
+    x = check_logits(np.moveaxis(np.asarray(logits), axis, -1))  # (..., V)
+    shifted = x.astype(np.float64) - x.max(axis=-1, keepdims=True)  # (..., V)
+    log_norm = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (..., 1) >= 0
+    return np.moveaxis(shifted - log_norm, -1, axis)

@@ -1,0 +1,76 @@
+"""Top-p (nucleus) filtering: keep the most likely tokens until their mass reaches p."""
+
+import numbers
+
+import numpy as np
+
+from specdec.logits import check_logits, softmax
+from specdec.topk import check_count, kth_largest
+
+
+def check_top_p(p, name: str = "p") -> float:
+    """Return `p` as a float after checking 0 < p <= 1 (NaN refused; 1 disables the filter)."""
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
+        raise TypeError(f"{name} must be a real number in (0, 1], got {p!r}")
+    value = float(p)
+    if not (0 < value <= 1):  # False for NaN too
+        raise ValueError(f"{name} must be in (0, 1] (1 disables the filter), got {p!r}")
+    return value
+
+
+def descending_exclusive_cumsum(sorted_desc: np.ndarray) -> np.ndarray:
+    """For values sorted in descending order, the sum of everything before each position."""
+    above = np.zeros_like(sorted_desc)  # (..., m)
+    np.cumsum(sorted_desc[..., :-1], axis=-1, out=above[..., 1:])
+    return above
+
+
+def nucleus_threshold(probs: np.ndarray, p: float, candidates: int = 64) -> np.ndarray:
+    """The smallest probability the nucleus keeps, per row, shape (..., 1).
+
+    Token i is kept iff the mass of tokens strictly more likely than i is < p. Walk the
+    probabilities in descending order: the mass above position j is the exclusive cumulative
+    sum, which never decreases, so the kept positions are a prefix of length n = #(mass < p),
+    and keeping every token with probability >= the n-th one also keeps all ties with it.
+
+    Only the top of each row matters, so first sort just the `candidates` largest
+    probabilities (found in O(V) by np.partition). That answer is exact whenever the prefix
+    ends inside them (n < candidates); rows where it does not retry with 16x more
+    candidates, and finally a full sort.
+    """
+    vocab = probs.shape[-1]
+    rows = probs.reshape(-1, vocab)  # (R, V)
+    threshold = np.empty(rows.shape[0])  # (R,)
+    todo = np.arange(rows.shape[0])  # rows still to settle
+    m = min(candidates, vocab)
+    while todo.size:
+        part = rows[todo] if m == vocab else np.partition(rows[todo], vocab - m, axis=-1)[:, vocab - m :]
+        top = np.sort(part, axis=-1)[:, ::-1]  # (r, m) descending
+        n = (descending_exclusive_cumsum(top) < p).sum(axis=-1)  # (r,) >= 1: nothing is above the top
+        settled = (n < m) | (m == vocab)  # (r,)
+        threshold[todo[settled]] = top[settled, n[settled] - 1]
+        todo = todo[~settled]
+        m = min(16 * m, vocab)
+    return threshold.reshape(probs.shape[:-1] + (1,))
+
+
+def top_p_filter(logits, p: float, min_tokens_to_keep: int = 1) -> np.ndarray:
+    """Keep the smallest set of most likely tokens whose probability mass is >= p; -inf elsewhere.
+
+    The rule, per token: keep i iff the mass of the tokens strictly more likely than i is < p.
+    So the token that crosses p is kept, the kept mass is >= p, and tokens tied at the
+    boundary are all kept, whatever their order. Probabilities are compared in float64.
+    p = 1 keeps everything. The `min_tokens_to_keep` largest logits (and ties) always survive.
+    """
+    x = check_logits(logits)  # (..., V)
+    p = check_top_p(p)
+    min_tokens_to_keep = check_count(min_tokens_to_keep, "min_tokens_to_keep")
+    out = x.astype(np.result_type(x.dtype, np.float32), copy=True)  # (..., V)
+    if p == 1:
+        return out
+    probs = softmax(x)  # (..., V) float64
+    keep = probs >= nucleus_threshold(probs, p)  # (..., V)
+    if min_tokens_to_keep > 1:
+        keep |= out >= kth_largest(out, min(min_tokens_to_keep, x.shape[-1]))
+    out[~keep] = -np.inf
+    return out

@@ -1,0 +1,169 @@
+"""The sampling pipeline: temperature -> top-k -> top-p -> min-p, validated, batched and fast."""
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from specdec.drawing import sample
+from specdec.logits import check_logits, check_temperature, one_hot_argmax
+from specdec.nucleus import check_top_p, descending_exclusive_cumsum
+from specdec.topk import check_count
+
+
+def check_min_p(min_p) -> float:
+    """Return `min_p` as a float after checking 0 <= min_p <= 1 (0 disables the filter)."""
+    if isinstance(min_p, (bool, np.bool_)) or not isinstance(min_p, numbers.Real):
+        raise TypeError(f"min_p must be a real number in [0, 1], got {min_p!r}")
+    value = float(min_p)
+    if not (0 <= value <= 1):  # False for NaN too
+        raise ValueError(f"min_p must be in [0, 1] (0 disables it), got {min_p!r}")
+    return value
+
+
+def min_p_filter(logits, min_p: float) -> np.ndarray:
+    """Keep tokens whose probability is at least min_p times the largest one (equality kept).
+
+    p_i >= min_p * p_max is the same as exp(x_i - x_max) >= min_p: the normalising sum
+    cancels, so the rule is applied to the weights exp(x - max) without dividing by it.
+    """
+    x = check_logits(logits)  # (..., V)
+    min_p = check_min_p(min_p)
+    out = x.astype(np.result_type(x.dtype, np.float32), copy=True)  # (..., V)
+    weights = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))  # (..., V), max is 1
+    out[weights < min_p] = -np.inf
+    return out
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to turn logits into the distribution a token is drawn from.
+
+    temperature: finite, >= 0; 0 means greedy (argmax, ties to the lowest index).
+    top_k: an integer >= 1, or None for no top-k; k >= V keeps everything.
+    top_p: in (0, 1]; 1 means no top-p.
+    min_p: in [0, 1]; 0 means no min-p.
+    Applied in that order, each filter on the distribution renormalised over the survivors
+    of the previous one (the order Hugging Face's generate uses).
+    """
+
+    temperature: float = 1.0
+    top_k: int | None = None
+    top_p: float = 1.0
+    min_p: float = 0.0
+
+    def __post_init__(self):
+        # Validate once here, so every later use can trust the values; store canonical types.
+        object.__setattr__(self, "temperature", check_temperature(self.temperature))
+        if self.top_k is not None:
+            object.__setattr__(self, "top_k", check_count(self.top_k, "top_k"))
+        object.__setattr__(self, "top_p", check_top_p(self.top_p, "top_p"))
+        object.__setattr__(self, "min_p", check_min_p(self.min_p))
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+def check_params(params) -> SamplingParams:
+    if not isinstance(params, SamplingParams):
+        raise TypeError(f"params must be a SamplingParams, got {type(params).__name__}")
+    return params
+
+
+def kept_count(top: np.ndarray, full_mass: np.ndarray | None, whole_row: bool, params: SamplingParams) -> np.ndarray:
+    """How many of the sorted candidates survive all filters, per row (ties at the edge included).
+
+    top: (r, m) scaled logits in descending order, the m largest of each row (top[:, 0] = 0);
+    whole_row says whether m is the whole vocabulary. full_mass: (r,) sum of exp(scaled
+    logits) over the whole row (needed when top-p acts on the unfiltered distribution).
+    Each filter keeps a prefix of `top` (an upper set of the logits), so a count per row
+    describes the whole pipeline. A count of m means "maybe more beyond the candidates".
+    """
+    r, m = top.shape
+    weights = np.exp(top)  # (r, m) unnormalised probabilities, weights[:, 0] = 1
+    position = np.arange(m)  # (m,)
+    kept = np.full(r, m)  # (r,)
+    unsure = np.zeros(r, dtype=bool)  # (r,) rows whose top-k survivors may not all be candidates
+    if params.top_k is not None and params.top_k < m:
+        kth = top[:, params.top_k - 1 : params.top_k]  # (r, 1)
+        kept = (top >= kth).sum(axis=-1)  # (r,) the k largest and every tie with the k-th
+        unsure = (kept == m) & (not whole_row)  # ties with the k-th may go on past the candidates
+    if params.top_p < 1:
+        survivors = position < kept[:, None]  # (r, m)
+        mass = full_mass if params.top_k is None else (weights * survivors).sum(axis=-1)  # (r,)
+        probs = weights / mass[:, None]  # (r, m) probabilities renormalised over the survivors
+        n = (descending_exclusive_cumsum(probs) < params.top_p).sum(axis=-1)  # (r,) >= 1
+        at_edge = np.take_along_axis(top, np.minimum(n, kept)[:, None] - 1, axis=-1)  # (r, 1)
+        kept = np.minimum(kept, (top >= at_edge).sum(axis=-1))  # ties with the edge token stay
+    if params.min_p > 0:
+        kept = np.minimum(kept, (weights >= params.min_p).sum(axis=-1))  # the max weight is 1
+    return np.where(unsure, m, kept)
+
+
+def scaled_logits(x: np.ndarray, row_max: np.ndarray, temperature: float) -> np.ndarray:
+    """(x - max x) / T in float64: the same numbers softmax(x, T) exponentiates."""
+    z = np.subtract(x, row_max, dtype=np.float64)  # (..., n) <= 0
+    z /= temperature
+    return z
+
+
+def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndarray:
+    """THE distribution a token is drawn from: float64, same shape as `logits`, rows sum to 1.
+
+    Every filter keeps the tokens whose scaled logit is >= some threshold of its row, so the
+    pipeline only needs the top of each row: take the m largest logits (argpartition, O(V)),
+    sort those few, count how many survive every filter (kept_count), and write the
+    survivors' renormalised weights into a row of zeros. If the survivors might continue past
+    the m candidates, those rows retry with 16x more (finally a full sort): always exact.
+    Temperature never reorders logits, so candidates can be chosen on the raw logits and
+    scaled afterwards; only top-p without top-k needs the normalising sum of the whole row.
+    """
+    x = check_logits(logits)  # (..., V)
+    params = check_params(params)
+    if params.greedy:
+        return one_hot_argmax(x)
+    vocab = x.shape[-1]
+    rows = x.reshape(-1, vocab)  # (R, V)
+    row_max = rows.max(axis=-1, keepdims=True)  # (R, 1)
+    full_mass = None
+    if params.top_k is None and params.top_p < 1:
+        full_mass = np.exp(scaled_logits(rows, row_max, params.temperature)).sum(axis=-1)  # (R,)
+    probs = np.zeros(rows.shape)  # (R, V) float64
+    todo = np.arange(rows.shape[0])  # rows not yet written
+    m = min(vocab, max(64, 2 * (params.top_k or 0)))
+    while todo.size:
+        block = rows if todo.size == rows.shape[0] else rows[todo]  # (r, V)
+        if m == vocab:
+            index = np.argsort(-block, axis=-1, kind="stable")  # (r, V) descending
+        else:
+            index = np.argpartition(block, vocab - m, axis=-1)[:, vocab - m :]  # (r, m) the m largest
+            order = np.argsort(-np.take_along_axis(block, index, axis=-1), axis=-1, kind="stable")
+            index = np.take_along_axis(index, order, axis=-1)  # (r, m) sorted descending
+        top = scaled_logits(np.take_along_axis(block, index, axis=-1), row_max[todo], params.temperature)  # (r, m)
+        mass = None if full_mass is None else full_mass[todo]  # (r,)
+        kept = kept_count(top, mass, m == vocab, params)  # (r,)
+        settled = (kept < m) | (m == vocab)  # (r,) the survivors end inside the candidates
+        survivor = np.arange(m) < kept[:, None]  # (r, m)
+        weights = np.where(survivor, np.exp(top), 0.0)  # (r, m)
+        weights /= weights.sum(axis=-1, keepdims=True)  # (r, m) renormalised over the survivors
+        rows_done = np.repeat(todo[settled], m).reshape(-1, m)  # (s, m) row number of each entry
+        probs[rows_done, index[settled]] = weights[settled]
+        todo = todo[~settled]
+        m = min(16 * m, vocab)
+    return probs.reshape(x.shape)
+
+
+def sample_token(logits, params: SamplingParams = SamplingParams(), rng: np.random.Generator | None = None):
+    """Draw one token per row from sampling_probs(logits, params).
+
+    Greedy (temperature 0) is the argmax and uses no randomness, so `rng` may be None;
+    otherwise `rng` must be an np.random.Generator. Returns an np.int64 for a single row of
+    logits (shape (V,)), an int64 array of the leading shape for a batch.
+    """
+    params = check_params(params)
+    if params.greedy:
+        return np.argmax(check_logits(logits), axis=-1)
+    if rng is None:
+        raise TypeError("rng must be a np.random.Generator when temperature > 0, got None")
+    return sample(sampling_probs(logits, params), rng)

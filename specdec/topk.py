@@ -1,0 +1,42 @@
+"""Top-k filtering: keep the k largest logits (and every logit tied with the k-th)."""
+
+import operator
+
+import numpy as np
+
+from specdec.logits import check_logits
+
+
+def check_count(value, name: str) -> int:
+    """Return `value` as an int after checking it is an integer >= 1 (numpy ints welcome; bools, floats not)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer >= 1, got {value!r}")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer >= 1, got {value!r}") from None
+    if value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value}")
+    return value
+
+
+def kth_largest(x: np.ndarray, k: int) -> np.ndarray:
+    """The k-th largest value of each row, shape (..., 1), in O(V) with np.partition (no full sort)."""
+    vocab = x.shape[-1]
+    return np.partition(x, vocab - k, axis=-1)[..., vocab - k : vocab - k + 1]  # (..., 1)
+
+
+def top_k_filter(logits, k: int) -> np.ndarray:
+    """Set every logit below the k-th largest of its row to -inf; same shape, floating dtype.
+
+    Every token tied with the k-th largest value survives (as in Hugging Face's
+    TopKLogitsWarper), so with ties more than k tokens can remain; the result does not
+    depend on the order of the tokens. k >= V keeps everything.
+    """
+    x = check_logits(logits)  # (..., V)
+    k = check_count(k, "k")
+    out = x.astype(np.result_type(x.dtype, np.float32), copy=True)  # (..., V) ints become floats
+    if k >= x.shape[-1]:
+        return out
+    out[out < kth_largest(out, k)] = -np.inf  # (..., V)
+    return out

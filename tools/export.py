@@ -1,0 +1,84 @@
+"""Write the `specdec` teaching modules from the notebooks' export cells, or check they agree.
+
+A notebook names its module in a cell whose first line is `#| default_exp <module>`; every
+code cell whose first line is `#| export` is copied, in order and without that line, into
+specdec/<module>.py under a generated header. Run from anywhere:
+
+    python tools/export.py           # rewrite the modules
+    python tools/export.py --check   # print a diff and exit 1 if a module and its notebook disagree
+"""
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+PACKAGE = ROOT / "specdec"
+HEADER = "# Generated from {source} by tools/export.py: edit the notebook, not this file.\n"
+
+
+def exported_modules() -> dict[Path, str]:
+    """Map each module path to the text the notebooks say it should have."""
+    modules: dict[Path, str] = {}
+    for notebook_path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        notebook = nbformat.read(notebook_path, as_version=4)
+        module, chunks = None, []
+        for cell in notebook.cells:
+            if cell.cell_type != "code":
+                continue
+            first, _, rest = cell.source.partition("\n")
+            if first.startswith("#| default_exp "):
+                module = first.removeprefix("#| default_exp ").strip()
+            elif first.strip() == "#| export":
+                chunks.append(rest.strip("\n"))
+        if not chunks:
+            continue
+        if module is None:
+            sys.exit(f"{notebook_path.name}: has #| export cells but no '#| default_exp <module>' cell")
+        target = PACKAGE / f"{module}.py"
+        if target in modules:
+            sys.exit(f"{notebook_path.name}: module {module} is already exported by another notebook")
+        source = notebook_path.relative_to(ROOT).as_posix()
+        modules[target] = HEADER.format(source=source) + "\n\n\n".join(chunks) + "\n"
+    return modules
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="only compare; exit 1 on any difference")
+    args = parser.parse_args()
+    expected = exported_modules()
+    # A generated module whose notebook no longer exports it is stale too.
+    stale = [p for p in PACKAGE.glob("*.py") if p not in expected and p.read_text().startswith("# Generated from ")]
+    drift = 0
+    for path, text in expected.items():
+        current = path.read_text() if path.exists() else ""
+        if current == text:
+            continue
+        drift += 1
+        if args.check:
+            name = path.relative_to(ROOT).as_posix()
+            diff = difflib.unified_diff(
+                current.splitlines(True), text.splitlines(True), f"{name} (package)", f"{name} (from notebooks)"
+            )
+            sys.stdout.writelines(diff)
+        else:
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
+    for path in stale:
+        drift += 1
+        print(f"{path.relative_to(ROOT)} is generated but no notebook exports it any more")
+        if not args.check:
+            path.unlink()
+    if args.check:
+        print(f"export check: {len(expected)} modules, {drift} out of date" if drift else "export check: clean")
+        return 1 if drift else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
