@@ -5,13 +5,19 @@ The modules imported below are generated from the course notebooks (see their he
 """
 
 from specdec.drawing import sample
+from specdec.generation import GenerationResult, generate
 from specdec.logits import log_softmax, softmax
+from specdec.models import load_model, load_tokenizer
 from specdec.nucleus import top_p_filter
 from specdec.pipeline import SamplingParams, min_p_filter, sample_token, sampling_probs
 from specdec.topk import top_k_filter
 
 __all__ = [
+    "GenerationResult",
     "SamplingParams",
+    "generate",
+    "load_model",
+    "load_tokenizer",
     "log_softmax",
     "min_p_filter",
     "sample",

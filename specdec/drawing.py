@@ -1,3 +1,4 @@
+# Generated from notebooks/02_drawing_tokens.ipynb by tools/export.py: edit the notebook, not this file.
 """Drawing tokens from a distribution, and testing that a sampler draws from the right one."""
 
 import math
@@ -59,35 +60,47 @@ BLOCK = 256  # tokens per block in the two-level search
 def sample(probs, rng: np.random.Generator) -> np.ndarray:
     """Draw one token per row of `probs` (shape (..., V)) with the generator `rng`.
 
+    Checks that `rng` is a Generator and each row a distribution, then calls `draw`.
+    Returns an np.int64 for a single row, an int64 array of the leading shape for a batch.
+    """
+    return draw(check_probs(probs), check_rng(rng))
+
+
+def draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """`sample` without the checks, for callers whose rows are known to be distributions.
+
     Inverse CDF: with u uniform on [0, total), token i wins when F_(i-1) <= u < F_i, an
     interval of length p_i, so it is drawn with probability p_i, and a token with p_i = 0
     never. Scaling u by the row's total (1 up to rounding) keeps that true for a row that
-    sums to 0.9999999999999999. The search is done in two levels, like finding a word in a
-    dictionary: first the block of 256 tokens that u falls in (from the blocks' masses), then
-    the token inside that block; a running sum over all V tokens is never needed.
-    Returns an np.int64 for a single row, an int64 array of the leading shape for a batch.
+    sums to 0.9999999999999999. For a large vocabulary the search is done in two levels,
+    like finding a word in a dictionary: first the block of 256 tokens that u falls in
+    (from the blocks' masses), then the token inside that block, so a running sum over all
+    V tokens is never needed.
     """
-    check_rng(rng)
-    p = check_probs(probs)  # (..., V) float64
-    vocab = p.shape[-1]
-    rows = p.reshape(-1, vocab)  # (R, V)
+    vocab = probs.shape[-1]
+    rows = probs.reshape(-1, vocab)  # (R, V)
     r = np.arange(rows.shape[0])  # (R,)
-    starts = np.arange(0, vocab, BLOCK)  # (B,) first token of each block
-    block_mass = np.add.reduceat(rows, starts, axis=-1)  # (R, B)
-    mass_before = np.cumsum(block_mass, axis=-1) - block_mass  # (R, B) mass of all earlier blocks
-    u = rng.random(rows.shape[0]) * block_mass.sum(axis=-1)  # (R,) uniform on [0, total)
-    block = inverse_cdf(block_mass, u)  # (R,) the block u falls in
-    tokens = starts[block][:, None] + np.arange(BLOCK)  # (R, BLOCK) that block's token ids
-    local = np.take_along_axis(rows, np.minimum(tokens, vocab - 1), axis=-1)  # (R, BLOCK)
-    local[tokens >= vocab] = 0.0  # the last block may be short
-    token = tokens[r, inverse_cdf(local, u - mass_before[r, block])]  # (R,)
+    if vocab <= BLOCK:  # one level is enough
+        token = inverse_cdf(rows, rng.random(rows.shape[0]) * rows.sum(axis=-1))  # (R,)
+    else:
+        starts = np.arange(0, vocab, BLOCK)  # (B,) first token of each block
+        block_mass = np.add.reduceat(rows, starts, axis=-1)  # (R, B)
+        mass_before = np.cumsum(block_mass, axis=-1) - block_mass  # (R, B) mass of all earlier blocks
+        u = rng.random(rows.shape[0]) * block_mass.sum(axis=-1)  # (R,) uniform on [0, total)
+        block = inverse_cdf(block_mass, u)  # (R,) the block u falls in
+        tokens = starts[block][:, None] + np.arange(BLOCK)  # (R, BLOCK) that block's token ids
+        local = rows[r[:, None], np.minimum(tokens, vocab - 1)]  # (R, BLOCK)
+        local[tokens >= vocab] = 0.0  # the last block may be short
+        token = tokens[r, inverse_cdf(local, u - mass_before[r, block])]  # (R,)
     # Rounding (u * total rounding up to total, or the two levels' sums disagreeing in the last
-    # bit) can land on a token of probability 0: step back to the last token with mass.
-    landed_on_zero = rows[r, np.minimum(token, vocab - 1)] == 0  # (R,)
+    # bit) can land past the end of a short last block or on a token of probability 0: clip to
+    # the vocabulary, then step back to the last token with mass.
+    token = np.minimum(token, vocab - 1)  # (R,)
+    landed_on_zero = rows[r, token] == 0  # (R,)
     if landed_on_zero.any():
         last_with_mass = vocab - 1 - np.argmax(rows[:, ::-1] > 0, axis=-1)  # (R,)
         token = np.where(landed_on_zero, last_with_mass, token)
-    return token.astype(np.int64).reshape(p.shape[:-1])[()]  # [()] turns a 0-d array into a scalar
+    return token.astype(np.int64).reshape(probs.shape[:-1])[()]  # [()] turns a 0-d array into a scalar
 
 
 def empirical_distribution(tokens, vocab_size: int) -> np.ndarray:
@@ -113,6 +126,8 @@ def chi_square_sf(statistic: float, dof: int) -> float:
     a, x = dof / 2.0, statistic / 2.0
     if x <= 0:
         return 1.0
+    if x == math.inf:
+        return 0.0
     log_prefactor = a * math.log(x) - x - math.lgamma(a)
     if x < a + 1:  # series for the lower function P(a, x), then Q = 1 - P
         term = total = 1.0 / a

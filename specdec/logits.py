@@ -1,3 +1,4 @@
+# Generated from notebooks/01_logits_softmax_temperature.ipynb by tools/export.py: edit the notebook, not this file.
 """Logits to probabilities: validation, a numerically stable softmax, log-softmax, temperature."""
 
 import math
@@ -21,7 +22,7 @@ def check_logits(logits, name: str = "logits") -> np.ndarray:
     token left to draw, so each of those raises a ValueError that says which row.
     """
     arr = np.asarray(logits)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+    if arr.dtype.kind not in "fiu":  # float, signed or unsigned int; not bool, complex, text or objects
         raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
     if arr.ndim == 0:
         raise ValueError(f"{name} must have a vocabulary axis, got a scalar")
@@ -51,6 +52,16 @@ def check_temperature(temperature) -> float:
     return value
 
 
+def vocabulary_last(logits, axis: int) -> np.ndarray:
+    """Move the vocabulary `axis` of `logits` to the end, with a clear error for a bad axis."""
+    arr = np.asarray(logits)
+    if arr.ndim == 0:
+        raise ValueError("logits must have a vocabulary axis, got a scalar")
+    if not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"axis {axis} is out of range for logits of shape {arr.shape}")
+    return np.moveaxis(arr, axis, -1)
+
+
 def one_hot_argmax(x: np.ndarray) -> np.ndarray:
     """The greedy distribution: probability 1 on the largest logit (ties -> lowest index)."""
     probs = np.zeros(x.shape, dtype=np.float64)  # (..., V)
@@ -68,11 +79,12 @@ def softmax(logits, temperature: float = 1.0, axis: int = -1) -> np.ndarray:
     argmax. The result is float64 whatever the input dtype.
     """
     t = check_temperature(temperature)
-    x = check_logits(np.moveaxis(np.asarray(logits), axis, -1))  # (..., V)
+    x = check_logits(vocabulary_last(logits, axis))  # (..., V)
     if t == 0:
         return np.moveaxis(one_hot_argmax(x), -1, axis)
-    shifted = x.astype(np.float64) - x.max(axis=-1, keepdims=True)  # (..., V) all <= 0
-    weights = np.exp(shifted / t)  # (..., V) in [0, 1], the max is exactly 1
+    with np.errstate(over="ignore"):  # logits a float range apart overflow to -inf: probability 0, as they should
+        shifted = x.astype(np.float64) - x.max(axis=-1, keepdims=True)  # (..., V) all <= 0
+        weights = np.exp(shifted / t)  # (..., V) in [0, 1], the max is exactly 1
     probs = weights / weights.sum(axis=-1, keepdims=True)  # (..., V)
     return np.moveaxis(probs, -1, axis)
 
@@ -83,7 +95,8 @@ def log_softmax(logits, axis: int = -1) -> np.ndarray:
     Computed directly rather than as log(softmax(x)), which would give -inf for any
     probability that underflows to 0 even though its log is a perfectly ordinary number.
     """
-    x = check_logits(np.moveaxis(np.asarray(logits), axis, -1))  # (..., V)
-    shifted = x.astype(np.float64) - x.max(axis=-1, keepdims=True)  # (..., V)
+    x = check_logits(vocabulary_last(logits, axis))  # (..., V)
+    with np.errstate(over="ignore"):  # as in softmax: an overflow here can only mean -inf
+        shifted = x.astype(np.float64) - x.max(axis=-1, keepdims=True)  # (..., V)
     log_norm = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (..., 1) >= 0
     return np.moveaxis(shifted - log_norm, -1, axis)

@@ -1,3 +1,4 @@
+# Generated from notebooks/04_top_p.ipynb by tools/export.py: edit the notebook, not this file.
 """Top-p (nucleus) filtering: keep the most likely tokens until their mass reaches p."""
 
 import numbers
@@ -50,7 +51,7 @@ def nucleus_threshold(probs: np.ndarray, p: float, candidates: int = 64) -> np.n
         settled = (n < m) | (m == vocab)  # (r,)
         threshold[todo[settled]] = top[settled, n[settled] - 1]
         todo = todo[~settled]
-        m = min(16 * m, vocab)
+        m = vocab if 16 * m > vocab // 4 else 16 * m  # for a nucleus that big a full sort is cheaper
     return threshold.reshape(probs.shape[:-1] + (1,))
 
 

@@ -1,3 +1,4 @@
+# Generated from notebooks/05_sampling_pipeline.ipynb by tools/export.py: edit the notebook, not this file.
 """The sampling pipeline: temperature -> top-k -> top-p -> min-p, validated, batched and fast."""
 
 import numbers
@@ -5,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specdec.drawing import sample
+from specdec.drawing import check_rng, draw
 from specdec.logits import check_logits, check_temperature, one_hot_argmax
 from specdec.nucleus import check_top_p, descending_exclusive_cumsum
 from specdec.topk import check_count
@@ -94,8 +95,9 @@ def kept_count(top: np.ndarray, full_mass: np.ndarray | None, whole_row: bool, p
         mass = full_mass if params.top_k is None else (weights * survivors).sum(axis=-1)  # (r,)
         probs = weights / mass[:, None]  # (r, m) probabilities renormalised over the survivors
         n = (descending_exclusive_cumsum(probs) < params.top_p).sum(axis=-1)  # (r,) >= 1
-        at_edge = np.take_along_axis(top, np.minimum(n, kept)[:, None] - 1, axis=-1)  # (r, 1)
-        kept = np.minimum(kept, (top >= at_edge).sum(axis=-1))  # ties with the edge token stay
+        # Ties are ties of probability: distinct logits can round to the same weight.
+        at_edge = weights[np.arange(r), np.minimum(n, kept) - 1][:, None]  # (r, 1)
+        kept = np.minimum(kept, (weights >= at_edge).sum(axis=-1))  # ties with the edge token stay
     if params.min_p > 0:
         kept = np.minimum(kept, (weights >= params.min_p).sum(axis=-1))  # the max weight is 1
     return np.where(unsure, m, kept)
@@ -126,29 +128,32 @@ def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndar
     vocab = x.shape[-1]
     rows = x.reshape(-1, vocab)  # (R, V)
     row_max = rows.max(axis=-1, keepdims=True)  # (R, 1)
+    filtered = (params.top_k is not None and params.top_k < vocab) or params.top_p < 1 or params.min_p > 0
+    if not filtered:  # temperature alone: a softmax
+        probs = np.exp(scaled_logits(rows, row_max, params.temperature))  # (R, V)
+        return (probs / probs.sum(axis=-1, keepdims=True)).reshape(x.shape)
     full_mass = None
     if params.top_k is None and params.top_p < 1:
         full_mass = np.exp(scaled_logits(rows, row_max, params.temperature)).sum(axis=-1)  # (R,)
     probs = np.zeros(rows.shape)  # (R, V) float64
     todo = np.arange(rows.shape[0])  # rows not yet written
-    m = min(vocab, max(64, 2 * (params.top_k or 0)))
+    # Small vocabularies are sorted whole: cheaper than partitioning first.
+    m = vocab if vocab <= 1024 else min(vocab, max(64, 2 * (params.top_k or 0)))
     while todo.size:
         block = rows if todo.size == rows.shape[0] else rows[todo]  # (r, V)
+        r = np.arange(todo.size)[:, None]  # (r, 1) for indexing row by row
         if m == vocab:
             index = np.argsort(-block, axis=-1, kind="stable")  # (r, V) descending
         else:
             index = np.argpartition(block, vocab - m, axis=-1)[:, vocab - m :]  # (r, m) the m largest
-            order = np.argsort(-np.take_along_axis(block, index, axis=-1), axis=-1, kind="stable")
-            index = np.take_along_axis(index, order, axis=-1)  # (r, m) sorted descending
-        top = scaled_logits(np.take_along_axis(block, index, axis=-1), row_max[todo], params.temperature)  # (r, m)
+            index = index[r, np.argsort(-block[r, index], axis=-1, kind="stable")]  # (r, m) sorted descending
+        top = scaled_logits(block[r, index], row_max[todo], params.temperature)  # (r, m) descending
         mass = None if full_mass is None else full_mass[todo]  # (r,)
         kept = kept_count(top, mass, m == vocab, params)  # (r,)
         settled = (kept < m) | (m == vocab)  # (r,) the survivors end inside the candidates
-        survivor = np.arange(m) < kept[:, None]  # (r, m)
-        weights = np.where(survivor, np.exp(top), 0.0)  # (r, m)
+        weights = np.where(np.arange(m) < kept[:, None], np.exp(top), 0.0)  # (r, m) survivors only
         weights /= weights.sum(axis=-1, keepdims=True)  # (r, m) renormalised over the survivors
-        rows_done = np.repeat(todo[settled], m).reshape(-1, m)  # (s, m) row number of each entry
-        probs[rows_done, index[settled]] = weights[settled]
+        probs[todo[settled][:, None], index[settled]] = weights[settled]
         todo = todo[~settled]
         m = min(16 * m, vocab)
     return probs.reshape(x.shape)
@@ -166,4 +171,4 @@ def sample_token(logits, params: SamplingParams = SamplingParams(), rng: np.rand
         return np.argmax(check_logits(logits), axis=-1)
     if rng is None:
         raise TypeError("rng must be a np.random.Generator when temperature > 0, got None")
-    return sample(sampling_probs(logits, params), rng)
+    return draw(sampling_probs(logits, params), check_rng(rng))  # rows are distributions by construction

@@ -1,3 +1,4 @@
+# Generated from notebooks/03_top_k.ipynb by tools/export.py: edit the notebook, not this file.
 """Top-k filtering: keep the k largest logits (and every logit tied with the k-th)."""
 
 import operator

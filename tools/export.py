@@ -2,7 +2,8 @@
 
 A notebook names its module in a cell whose first line is `#| default_exp <module>`; every
 code cell whose first line is `#| export` is copied, in order and without that line, into
-specdec/<module>.py under a generated header. Run from anywhere:
+specdec/<module>.py under a generated header. `#| export <other>` sends a cell to
+specdec/<other>.py instead, for a notebook that writes more than one module. Run from anywhere:
 
     python tools/export.py           # rewrite the modules
     python tools/export.py --check   # print a diff and exit 1 if a module and its notebook disagree
@@ -26,24 +27,25 @@ def exported_modules() -> dict[Path, str]:
     modules: dict[Path, str] = {}
     for notebook_path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         notebook = nbformat.read(notebook_path, as_version=4)
-        module, chunks = None, []
+        default, chunks = None, {}  # module name -> list of cell sources, in notebook order
         for cell in notebook.cells:
             if cell.cell_type != "code":
                 continue
             first, _, rest = cell.source.partition("\n")
-            if first.startswith("#| default_exp "):
-                module = first.removeprefix("#| default_exp ").strip()
-            elif first.strip() == "#| export":
-                chunks.append(rest.strip("\n"))
-        if not chunks:
-            continue
-        if module is None:
-            sys.exit(f"{notebook_path.name}: has #| export cells but no '#| default_exp <module>' cell")
-        target = PACKAGE / f"{module}.py"
-        if target in modules:
-            sys.exit(f"{notebook_path.name}: module {module} is already exported by another notebook")
+            words = first.split()
+            if words[:2] == ["#|", "default_exp"] and len(words) == 3:
+                default = words[2]
+            elif words[:2] == ["#|", "export"] and len(words) <= 3:
+                module = words[2] if len(words) == 3 else default
+                if module is None:
+                    sys.exit(f"{notebook_path.name}: an '#| export' cell comes before any '#| default_exp <module>'")
+                chunks.setdefault(module, []).append(rest.strip("\n"))
         source = notebook_path.relative_to(ROOT).as_posix()
-        modules[target] = HEADER.format(source=source) + "\n\n\n".join(chunks) + "\n"
+        for module, cells in chunks.items():
+            target = PACKAGE / f"{module}.py"
+            if target in modules:
+                sys.exit(f"{notebook_path.name}: module {module} is already exported by another notebook")
+            modules[target] = HEADER.format(source=source) + "\n\n\n".join(cells) + "\n"
     return modules
 
 

@@ -1,0 +1,100 @@
+# Generated from notebooks/06_language_models.ipynb by tools/export.py: edit the notebook, not this file.
+"""Autoregressive generation: one model call per new token."""
+
+import operator
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from specdec.pipeline import SamplingParams, check_params, sample_token
+
+
+@dataclass
+class GenerationResult:
+    """What `generate` returns: the new tokens and what producing them cost."""
+
+    tokens: np.ndarray  # (n,) int64, the new tokens only
+    target_calls: int  # model calls (the prompt counts as one)
+    seconds: float  # wall-clock time of the whole generation
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens.size / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def tokens_per_call(self) -> float:
+        return self.tokens.size / self.target_calls if self.target_calls else 0.0
+
+
+def check_prompt(prompt_tokens, model, name: str = "prompt_tokens") -> np.ndarray:
+    """Return the prompt as an int64 array after checking it is a non-empty list of valid token ids."""
+    prompt = np.asarray(prompt_tokens)
+    if prompt.ndim != 1 or prompt.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of token ids, got shape {prompt.shape}")
+    if prompt.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer token ids, got dtype {prompt.dtype}")
+    if prompt.min() < 0 or prompt.max() >= model.vocab_size:
+        raise ValueError(
+            f"{name} must be token ids in [0, {model.vocab_size}) for {model.name}, got {prompt.min()}..{prompt.max()}"
+        )
+    return prompt.astype(np.int64)
+
+
+def check_max_new_tokens(max_new_tokens) -> int:
+    if isinstance(max_new_tokens, (bool, np.bool_)):
+        raise TypeError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+    try:
+        value = operator.index(max_new_tokens)
+    except TypeError:
+        raise TypeError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}") from None
+    if value < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {value}")
+    return value
+
+
+def check_room(model, prompt_size: int, max_new_tokens: int) -> None:
+    """Every token but the last generated one passes through the model: it must fit its context."""
+    needed = prompt_size + max(0, max_new_tokens - 1)
+    if needed > model.max_context:
+        raise ValueError(
+            f"prompt ({prompt_size} tokens) + max_new_tokens ({max_new_tokens}) needs {needed} positions, "
+            f"more than {model.name}'s max_context {model.max_context}"
+        )
+
+
+def generate(
+    model,
+    prompt_tokens,
+    max_new_tokens: int,
+    params: SamplingParams = SamplingParams(),
+    rng: np.random.Generator | None = None,
+    end_token: int | None = None,
+) -> GenerationResult:
+    """Sample up to `max_new_tokens` tokens after the prompt, one model call per token.
+
+    Each step draws a token from sampling_probs(logits, params) and feeds it back, so the
+    model's cache grows by one token per call. Stops early after `end_token`, if given.
+    Temperature 0 is greedy and needs no rng.
+    """
+    prompt = check_prompt(prompt_tokens, model)
+    max_new_tokens = check_max_new_tokens(max_new_tokens)
+    params = check_params(params)
+    if rng is None and not params.greedy:
+        raise TypeError("rng must be a np.random.Generator when temperature > 0, got None")
+    check_room(model, prompt.size, max_new_tokens)
+    start = time.perf_counter()
+    new_tokens: list[int] = []
+    calls = 0
+    if max_new_tokens > 0:
+        model.reset()
+        logits = model.score(prompt)[-1]  # (V,) the distribution of the first new token
+        calls = 1
+        while True:
+            token = int(sample_token(logits, params, rng))
+            new_tokens.append(token)
+            if len(new_tokens) == max_new_tokens or token == end_token:
+                break
+            logits = model.score([token])[0]  # (V,)
+            calls += 1
+    return GenerationResult(np.array(new_tokens, dtype=np.int64), calls, time.perf_counter() - start)

@@ -1,0 +1,107 @@
+# Generated from notebooks/06_language_models.ipynb by tools/export.py: edit the notebook, not this file.
+"""A character n-gram language model: counts, Witten-Bell interpolation, the same interface as the GPT."""
+
+import numpy as np
+
+
+def context_ids(tokens: np.ndarray, k: int, vocab_size: int) -> np.ndarray:
+    """For each position i >= k, the k tokens before it as one integer (base vocab_size), shape (n - k,)."""
+    ids = np.zeros(tokens.size - k, dtype=np.int64)  # (n - k,)
+    for j in range(k):  # oldest token first: ids = ((t[i-k] * V + t[i-k+1]) * V + ...)
+        ids *= vocab_size  # in place: no second array of n integers
+        ids += tokens[j : tokens.size - k + j]
+    return ids
+
+
+class NGramModel:
+    """P(next | last order-1 tokens), interpolated with every shorter context (Witten-Bell).
+
+    For a context c seen N_c times with T_c distinct next tokens,
+        P_k(w | c) = (count(c, w) + T_c * P_(k-1)(w | shorter c)) / (N_c + T_c),
+    so a context that was always followed by the same token trusts it, and a context seen
+    with many different followers leans on the shorter context. Order 0 is add-one smoothed
+    unigram counts, so every token keeps a little probability. Building it is a few
+    np.unique calls; looking up a context is a binary search per order, memoised.
+    """
+
+    def __init__(self, order: int, vocab_size: int, tables: dict[str, np.ndarray], name: str = "ngram"):
+        self.order, self.vocab_size, self.name = order, vocab_size, name
+        self.max_context = 1_000_000  # only the last order-1 tokens matter; this bounds the history
+        self.unigram = tables["unigram"].astype(np.float64)  # (V,) probabilities
+        self.tables = [None] + [
+            tuple(tables[f"{table}{k}"] for table in ("contexts", "offsets", "next", "counts")) for k in range(1, order)
+        ]
+        self.history: list[int] = []
+        self.memo: dict[tuple, np.ndarray] = {}
+
+    @classmethod
+    def build(cls, tokens, order: int, vocab_size: int, name: str = "ngram") -> "NGramModel":
+        """Count every k-gram, k < order, of a token stream."""
+        tokens = np.asarray(tokens, dtype=np.int64)  # (n,)
+        counts = np.bincount(tokens, minlength=vocab_size).astype(np.float64)  # (V,)
+        tables = {"unigram": (counts + 1) / (counts.sum() + vocab_size)}
+        for k in range(1, order):
+            keys = context_ids(tokens, k, vocab_size) * vocab_size + tokens[k:]  # (n - k,) context and next
+            unique_keys, key_counts = np.unique(keys, return_counts=True)  # sorted by context, then next
+            contexts, starts = np.unique(unique_keys // vocab_size, return_index=True)
+            tables[f"contexts{k}"] = contexts  # (C,) sorted context ids
+            tables[f"offsets{k}"] = np.append(starts, unique_keys.size)  # (C + 1,) slice of each context
+            tables[f"next{k}"] = (unique_keys % vocab_size).astype(np.uint8)  # (E,)
+            tables[f"counts{k}"] = key_counts.astype(np.uint32)  # (E,)
+        return cls(order, vocab_size, tables, name)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Everything needed to rebuild the model, for np.savez."""
+        out = {"kind": np.array("ngram"), "order": np.array(self.order), "unigram": self.unigram}
+        for k in range(1, self.order):
+            for name, table in zip(("contexts", "offsets", "next", "counts"), self.tables[k], strict=True):
+                out[f"{name}{k}"] = table
+        return out
+
+    def distribution(self, context: tuple) -> np.ndarray:
+        """P(next | the last order-1 tokens of `context`), float64 (V,); memoised."""
+        context = context[len(context) - (self.order - 1) :] if self.order > 1 else ()
+        if context in self.memo:
+            return self.memo[context]
+        probs = self.unigram.copy()  # (V,)
+        for k in range(1, len(context) + 1):
+            contexts, offsets, next_tokens, counts = self.tables[k]
+            key = 0
+            for token in context[-k:]:
+                key = key * self.vocab_size + token
+            i = np.searchsorted(contexts, key)
+            if i == contexts.size or contexts[i] != key:
+                break  # a longer context containing an unseen one is unseen too
+            lo, hi = offsets[i], offsets[i + 1]
+            total, distinct = counts[lo:hi].sum(), hi - lo
+            probs *= distinct / (total + distinct)
+            probs[next_tokens[lo:hi]] += counts[lo:hi] / (total + distinct)
+        self.memo[context] = probs
+        return probs
+
+    def reset(self) -> None:
+        self.history = []
+
+    def rollback(self, length: int) -> None:
+        if not 0 <= length <= len(self.history):
+            raise ValueError(f"rollback length must be in [0, {len(self.history)}] (tokens seen), got {length}")
+        del self.history[length:]
+
+    @property
+    def length(self) -> int:
+        return len(self.history)
+
+    def score(self, tokens) -> np.ndarray:
+        """Feed new tokens; return log P(next | everything so far) after each, shape (n, V)."""
+        tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)  # (n,)
+        if tokens.size == 0:
+            raise ValueError("score needs at least one token")
+        if tokens.min() < 0 or tokens.max() >= self.vocab_size:
+            raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {tokens.min()}..{tokens.max()}")
+        if len(self.history) + tokens.size > self.max_context:
+            raise ValueError(f"context overflow: {len(self.history)} + {tokens.size} > max_context {self.max_context}")
+        rows = []
+        for token in tokens.tolist():
+            self.history.append(token)
+            rows.append(self.distribution(tuple(self.history[-(self.order - 1) :]) if self.order > 1 else ()))
+        return np.log(np.array(rows))  # (n, V)

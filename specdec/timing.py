@@ -1,0 +1,172 @@
+# Generated from notebooks/07_why_decoding_is_slow.ipynb by tools/export.py: edit the notebook, not this file.
+"""Timing a decoding step, and the cost model that predicts what speculative decoding gains.
+
+Measuring (notebook 07): `time_calls`, `time_call` and `time_scoring` return medians after a
+warm-up, interleaving the settings they compare; `cost_ratios` turns timings into
+f(n) = cost(n) / cost(1); `blas_threads` pins numpy's BLAS threads. Predicting:
+`expected_tokens(alpha, gamma)` is the mean number of tokens one target call produces, and
+`predicted_speedup(alpha, gamma, c, f)` the speedup over plain decoding. Notebook 10 compares
+these predictions with measured speedups.
+"""
+
+import math
+import numbers
+import time
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+from specdec.topk import check_count
+
+
+def time_calls(
+    functions: Mapping[Hashable, Callable[[], object]],
+    repeats: int = 21,
+    number: int = 1,
+    rng: np.random.Generator | None = None,
+) -> dict[Hashable, float]:
+    """Median seconds of one call of each function, all measured interleaved: {key: seconds}.
+
+    One untimed warm-up call of each first (a first call pays for allocations and cold caches).
+    Then `repeats` rounds; each round times `number` back-to-back calls of every function, in a
+    shuffled order (from `rng`, default seeded with 0), so that a slow moment of the machine hits
+    them all alike instead of spoiling one. The median, not the mean: on a shared machine the
+    noise is one-sided (other programs only ever make a call slower) and one long interruption
+    would drag a mean far off. For calls of a few microseconds, use `number` > 1 so that each
+    timing is far above the clock's resolution and the cost of reading it.
+    """
+    repeats, number = check_count(repeats, "repeats"), check_count(number, "number")
+    rng = np.random.default_rng(0) if rng is None else rng
+    keys = list(functions)
+    for key in keys:
+        functions[key]()  # warm-up
+    timings: dict[Hashable, list[float]] = {key: [] for key in keys}
+    for _ in range(repeats):
+        for i in rng.permutation(len(keys)).tolist():
+            fn = functions[keys[i]]
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            timings[keys[i]].append((time.perf_counter() - start) / number)
+    return {key: float(np.median(timings[key])) for key in keys}
+
+
+def time_call(fn: Callable[[], object], repeats: int = 21, number: int = 1) -> float:
+    """Median seconds of one call of `fn()`, after a warm-up call (`time_calls` for a single function)."""
+    return time_calls({"fn": fn}, repeats, number)["fn"]
+
+
+@contextmanager
+def blas_threads(n: int) -> Iterator[None]:
+    """Inside the `with` block, numpy's BLAS (the matrix products) uses at most `n` threads.
+
+    threadpoolctl changes the limit of the BLAS library numpy has already loaded, and restores
+    the previous limit on leaving the block. (Environment variables such as OMP_NUM_THREADS
+    only work if set before numpy is imported.)
+    """
+    from threadpoolctl import threadpool_limits  # imported here: `import specdec` needs numpy only
+
+    with threadpool_limits(limits=check_count(n, "n"), user_api="blas"):
+        yield
+
+
+def time_scoring(
+    model, n_values: Sequence[int], repeats: int = 21, context: int = 64, rng: np.random.Generator | None = None
+) -> dict[int, float]:
+    """Median seconds of one `model.score` call of n new tokens after `context` tokens, for each n.
+
+    Each of `repeats` rounds (plus one untimed warm-up round) feeds the model a fresh context
+    of `context` random token ids, then times one call for every n, in a shuffled order so that
+    a slow moment of the machine hits all the n alike; after each call the model rolls back,
+    so every call starts from the same cache length. Token ids are uniform draws from `rng`
+    (default: a generator seeded with 0): a transformer's cost does not depend on which tokens
+    it reads. At the end the model is rolled back to what it had seen before the call.
+    Returns {n: median seconds}, in the order of `n_values`.
+    """
+    n_values = [check_count(n, "each n") for n in n_values]
+    if not n_values or len(set(n_values)) != len(n_values):
+        raise ValueError(f"n_values must be distinct integers >= 1, got {n_values}")
+    repeats = check_count(repeats, "repeats")
+    if isinstance(context, bool) or not isinstance(context, numbers.Integral) or context < 0:
+        raise ValueError(f"context must be an integer >= 0, got {context!r}")
+    seen = model.length
+    if seen + context + max(n_values) > model.max_context:
+        raise ValueError(
+            f"{seen} tokens seen + context {context} + n up to {max(n_values)} "
+            f"is more than {model.name}'s max_context {model.max_context}"
+        )
+    rng = np.random.default_rng(0) if rng is None else rng
+    timings: dict[int, list[float]] = {n: [] for n in n_values}
+    try:
+        for round_ in range(repeats + 1):  # round 0 is the warm-up
+            model.rollback(seen)
+            if context:
+                model.score(rng.integers(0, model.vocab_size, context))
+            base = model.length
+            for n in rng.permutation(n_values).tolist():
+                tokens = rng.integers(0, model.vocab_size, n)  # (n,)
+                start = time.perf_counter()
+                model.score(tokens)
+                seconds = time.perf_counter() - start
+                model.rollback(base)
+                if round_ > 0:
+                    timings[n].append(seconds)
+    finally:
+        model.rollback(seen)
+    return {n: float(np.median(timings[n])) for n in n_values}
+
+
+def cost_ratios(times: Mapping[int, float]) -> dict[int, float]:
+    """f(n) = cost(n) / cost(1): the cost of scoring n positions in one call, in units of one position."""
+    if 1 not in times:
+        raise ValueError(f"times must include n = 1 (the unit), got n = {sorted(times)}")
+    if not all(math.isfinite(t) and t > 0 for t in times.values()):
+        raise ValueError(f"times must be positive and finite, got {dict(times)}")
+    return {n: t / times[1] for n, t in times.items()}
+
+
+def check_alpha(alpha) -> float:
+    """Return the acceptance rate `alpha` as a float after checking it is a number in [0, 1]."""
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real):
+        raise TypeError(f"alpha must be a number in [0, 1], got {alpha!r}")
+    if not 0 <= alpha <= 1:  # NaN fails this too
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    return float(alpha)
+
+
+def expected_tokens(alpha: float, gamma: int) -> float:
+    """Expected tokens from one target call: gamma drafts, each accepted with probability alpha.
+
+    The round keeps drafts until the first rejection and then adds one target token (the
+    correction, or the bonus token when all gamma are accepted), so it yields k + 1 tokens
+    when k drafts are kept, and P(k >= j) = alpha**j. The mean is
+    1 + alpha + ... + alpha**gamma = (1 - alpha**(gamma + 1)) / (1 - alpha), which is
+    gamma + 1 at alpha = 1. Summed term by term: exact at alpha = 1 and accurate just below it.
+    """
+    alpha, gamma = check_alpha(alpha), check_count(gamma, "gamma")
+    return math.fsum(alpha**k for k in range(gamma + 1))
+
+
+def predicted_speedup(alpha: float, gamma: int, c: float, f: Mapping[int, float] | Callable[[int], float]) -> float:
+    """Speedup of speculative decoding over plain decoding: E[tokens] / (gamma * c + f(gamma + 1)).
+
+    Costs are in units of one target call scoring one token (what plain decoding pays per
+    token). A round costs gamma draft steps of c each plus one target call scoring gamma + 1
+    positions, f(gamma + 1), and yields expected_tokens(alpha, gamma) tokens. `f` is a dict
+    {n: f(n)} (from `cost_ratios`) or a function of n.
+    """
+    alpha, gamma = check_alpha(alpha), check_count(gamma, "gamma")
+    if isinstance(c, (bool, np.bool_)) or not isinstance(c, numbers.Real):
+        raise TypeError(f"c (draft cost / target cost) must be a number >= 0, got {c!r}")
+    if not 0 <= c < math.inf:
+        raise ValueError(f"c (draft cost / target cost) must be finite and >= 0, got {c}")
+    if callable(f):
+        verify = f(gamma + 1)
+    elif gamma + 1 in f:
+        verify = f[gamma + 1]
+    else:
+        raise ValueError(f"f has no cost for gamma + 1 = {gamma + 1} positions (it has n = {sorted(f)})")
+    if not 0 < verify < math.inf:
+        raise ValueError(f"f({gamma + 1}) must be a positive cost, got {verify}")
+    return expected_tokens(alpha, gamma) / (gamma * c + verify)

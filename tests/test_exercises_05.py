@@ -1,0 +1,255 @@
+"""Notebook 05's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import specdec
+from specdec import SamplingParams, softmax, top_k_filter, top_p_filter
+from specdec.exercises import ex05
+
+SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pipeline_solution = load("ex05_pipeline_probs")
+fixed_solution = load("ex05_fixed_top_k_top_p")
+order_solution = load("ex05_which_order")
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+def nucleus(z, p):
+    """Top-p on logits (the package filter), for building wrong pipelines below."""
+    return top_p_filter(z, p) if p < 1 else z
+
+
+# --- Exercise 1: pipeline_probs -------------------------------------------------------------
+
+
+def no_renormalisation(logits, params):  # ERRATA #5: top-p on the raw masses of the top-k survivors
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature == 0:
+        return softmax(x, 0)
+    z = (x - x.max(axis=-1, keepdims=True)) / params.temperature
+    probs = softmax(z)
+    if params.top_k is not None:
+        probs = np.where(np.isfinite(top_k_filter(z, params.top_k)), probs, 0.0)
+    if params.top_p < 1:
+        beats = probs[..., None, :] > probs[..., :, None]
+        above = (beats * probs[..., None, :]).sum(axis=-1)
+        probs = np.where(above < params.top_p, probs, 0.0)
+    if params.min_p > 0:
+        probs = np.where(probs >= params.min_p * probs.max(axis=-1, keepdims=True), probs, 0.0)
+    return probs / probs.sum(axis=-1, keepdims=True)
+
+
+def top_p_before_top_k(logits, params):  # the wrong order
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature == 0:
+        return softmax(x, 0)
+    z = nucleus((x - x.max(axis=-1, keepdims=True)) / params.temperature, params.top_p)
+    if params.top_k is not None:
+        z = top_k_filter(z, params.top_k)
+    return softmax(specdec.min_p_filter(z, params.min_p))
+
+
+def temperature_last(logits, params):  # filters on the untempered logits, temperature at the end
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature == 0:
+        return softmax(x, 0)
+    z = x if params.top_k is None else top_k_filter(x, params.top_k)
+    z = specdec.min_p_filter(nucleus(z, params.top_p), params.min_p)
+    return softmax(z, params.temperature)
+
+
+def divides_by_zero(logits, params):  # the seed: x / T with no greedy case (T = 0 gives inf and NaN)
+    x = np.asarray(logits, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = x / params.temperature
+    if params.top_k is not None:
+        z = top_k_filter(z, params.top_k)
+    return softmax(specdec.min_p_filter(nucleus(z, params.top_p), params.min_p))
+
+
+def ignores_min_p(logits, params):
+    return pipeline_solution.pipeline_probs(logits, SamplingParams(params.temperature, params.top_k, params.top_p))
+
+
+def min_p_absolute(logits, params):  # p_i >= min_p instead of p_i >= min_p * p_max
+    probs = pipeline_solution.pipeline_probs(logits, SamplingParams(params.temperature, params.top_k, params.top_p))
+    if params.min_p > 0 and params.temperature > 0:
+        probs = np.where(probs >= params.min_p, probs, 0.0)
+        probs = probs / probs.sum(axis=-1, keepdims=True)
+    return probs
+
+
+def min_p_before_temperature(logits, params):  # min-p on the untempered distribution
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature == 0:
+        return softmax(x, 0)
+    keep = np.isfinite(specdec.min_p_filter(x, params.min_p))
+    probs = pipeline_solution.pipeline_probs(x, SamplingParams(params.temperature, params.top_k, params.top_p))
+    probs = np.where(keep, probs, 0.0)
+    return probs / probs.sum(axis=-1, keepdims=True)
+
+
+def greedy_last_maximum(logits, params):  # greedy ties broken towards the last index
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature == 0:
+        last = x.shape[-1] - 1 - np.argmax(x[..., ::-1], axis=-1)
+        return np.eye(x.shape[-1])[last]
+    return pipeline_solution.pipeline_probs(x, params)
+
+
+def exactly_k_tokens(logits, params):  # top-k that breaks ties by position
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature == 0 or params.top_k is None or params.top_k >= x.shape[-1]:
+        return pipeline_solution.pipeline_probs(x, params)
+    z = (x - x.max(axis=-1, keepdims=True)) / params.temperature
+    drop = np.argsort(-z, axis=-1, kind="stable")[..., params.top_k :]
+    np.put_along_axis(z, drop, -np.inf, axis=-1)
+    return softmax(specdec.min_p_filter(nucleus(z, params.top_p), params.min_p))
+
+
+def float32_result(logits, params):  # right tokens, but the probabilities rounded to float32 (rtol 1e-9 fails)
+    return pipeline_solution.pipeline_probs(logits, params).astype(np.float32)
+
+
+def test_pipeline_solution_passes():
+    assert ex05.check_pipeline_probs(pipeline_solution.pipeline_probs)
+
+
+def test_pipeline_reference_passes():
+    assert ex05.check_pipeline_probs(ex05.reference_pipeline)
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        stub,
+        no_renormalisation,
+        top_p_before_top_k,
+        temperature_last,
+        divides_by_zero,
+        ignores_min_p,
+        min_p_absolute,
+        min_p_before_temperature,
+        greedy_last_maximum,
+        exactly_k_tokens,
+        float32_result,
+    ],
+)
+def test_pipeline_rejects(wrong, capsys):
+    assert not ex05.check_pipeline_probs(wrong)
+    assert "✗" in capsys.readouterr().out
+
+
+def test_pipeline_solution_matches_the_package_on_random_rows(rng):
+    for _ in range(40):
+        logits = rng.normal(scale=rng.uniform(0.2, 3), size=(3, int(rng.integers(2, 80))))
+        params = SamplingParams(
+            float(rng.choice([0.0, 0.5, 1.0, 1.7])),
+            None if rng.random() < 0.3 else int(rng.integers(1, 90)),
+            float(rng.choice([1.0, 0.9, 0.5, 0.05])),
+            float(rng.choice([0.0, 0.02, 0.2])),
+        )
+        expected = specdec.sampling_probs(logits, params)
+        got = pipeline_solution.pipeline_probs(logits, params)
+        np.testing.assert_array_equal(got > 0, expected > 0)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-300)
+
+
+# --- Exercise 2: fixed_top_k_top_p ------------------------------------------------------------
+
+
+def renormalise_at_the_end_only(logits, top_k, top_p):  # the buggy code, unchanged
+    return ex05.buggy_top_k_top_p(logits, top_k, top_p)
+
+
+def fix_that_breaks_ties(logits, top_k, top_p):  # renormalises, but top-k keeps exactly k tokens
+    logits = np.asarray(logits, dtype=np.float64)
+    probs = softmax(logits)
+    keep = np.zeros(logits.size, dtype=bool)
+    keep[np.argsort(-logits, kind="stable")[:top_k]] = True
+    probs = np.where(keep, probs, 0.0)
+    probs = probs / probs.sum()
+    beats = probs[None, :] > probs[:, None]
+    above = (beats * probs[None, :]).sum(axis=1)
+    probs = np.where(above < top_p, probs, 0.0)
+    return probs / probs.sum()
+
+
+def fix_with_inclusive_cumsum(logits, top_k, top_p):  # renormalises, but the blog's nucleus rule (ERRATA #1)
+    logits = np.asarray(logits, dtype=np.float64)
+    probs = softmax(logits)
+    probs = np.where(logits >= np.sort(logits)[-min(top_k, logits.size)], probs, 0.0)
+    probs = probs / probs.sum()
+    beats_or_ties = probs[None, :] >= probs[:, None]
+    including = (beats_or_ties * probs[None, :]).sum(axis=1)
+    probs = np.where(including <= top_p, probs, 0.0)  # can keep nothing: 0 / 0
+    with np.errstate(invalid="ignore"):
+        return probs / probs.sum()
+
+
+def test_fixed_solution_passes():
+    assert ex05.check_fixed_top_k_top_p(fixed_solution.fixed_top_k_top_p)
+
+
+@pytest.mark.parametrize("wrong", [stub, renormalise_at_the_end_only, fix_that_breaks_ties, fix_with_inclusive_cumsum])
+def test_fixed_rejects(wrong, capsys):
+    assert not ex05.check_fixed_top_k_top_p(wrong)
+    assert "✗" in capsys.readouterr().out
+
+
+def test_the_buggy_version_is_top_p_then_top_k_in_disguise(rng):
+    """The claim in the solution: un-renormalised top-p after top-k = top-p on the full distribution, then top-k."""
+    for _ in range(200):
+        logits = rng.normal(scale=rng.uniform(0.3, 3), size=int(rng.integers(2, 40)))
+        top_k, top_p = int(rng.integers(1, 45)), float(rng.uniform(0.05, 1.0))
+        buggy = ex05.buggy_top_k_top_p(logits, top_k, top_p)
+        p_then_k = softmax(top_k_filter(top_p_filter(logits, top_p), top_k))
+        np.testing.assert_array_equal(buggy > 0, p_then_k > 0)
+
+
+# --- Exercise 3: which_order --------------------------------------------------------------------
+
+
+def always_the_right_order(logits, params, probs):
+    return ex05.ORDERS[0]
+
+
+def two_orders_only(logits, params, probs):  # knows the pipeline and "top-p first", forgets the temperature
+    if np.array_equal(ex05.filtered_in_order(logits, params, ex05.ORDERS[0]) > 0, np.asarray(probs) > 0):
+        return ex05.ORDERS[0]
+    return ex05.ORDERS[1]
+
+
+def returns_an_index(logits, params, probs):
+    return order_solution.ORDERS.index(order_solution.which_order(logits, params, probs))
+
+
+def test_which_order_solution_passes():
+    assert ex05.check_which_order(order_solution.which_order)
+    assert order_solution.ORDERS == ex05.ORDERS
+
+
+@pytest.mark.parametrize("wrong", [stub, always_the_right_order, two_orders_only, returns_an_index])
+def test_which_order_rejects(wrong, capsys):
+    assert not ex05.check_which_order(wrong)
+    assert "✗" in capsys.readouterr().out
+
+
+def test_every_order_is_an_answer_in_the_cases():
+    answers = [answer for *_, answer in ex05.which_order_cases()]
+    assert set(answers) == set(ex05.ORDERS)

@@ -1,0 +1,135 @@
+"""Tokenizer, n-gram model and generate (specdec/tokenizer.py, ngram.py, generation.py)."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import specdec
+from specdec.generation import generate
+from specdec.gpt import GPT, expected_shapes
+from specdec.models import load_model
+from specdec.ngram import NGramModel
+from specdec.tokenizer import CHARACTERS, END, UNKNOWN, CharTokenizer
+
+tokenizer = CharTokenizer()
+TEXT = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n" * 20
+
+
+@given(st.text(alphabet=CHARACTERS))
+def test_encode_decode_round_trip(text):
+    assert tokenizer.decode(tokenizer.encode(text)) == text
+
+
+def test_unknown_characters_have_a_documented_rule():
+    ids = tokenizer.encode("x\té")
+    assert ids[1:] == [UNKNOWN, UNKNOWN]
+    assert tokenizer.decode(ids) == "x\ufffd\ufffd"
+    assert tokenizer.decode([END]) == ""
+
+
+def test_tokenizer_bad_input():
+    with pytest.raises(TypeError, match="text must be a str"):
+        tokenizer.encode(b"bytes")
+    with pytest.raises(ValueError, match=r"token ids must be in \[0, 98\)"):
+        tokenizer.decode([98])
+
+
+@pytest.fixture
+def ngram() -> NGramModel:
+    return NGramModel.build(tokenizer.encode(TEXT), order=4, vocab_size=tokenizer.vocab_size)
+
+
+def test_ngram_rows_are_distributions_with_full_support(ngram):
+    logits = ngram.score(tokenizer.encode("def add("))  # (8, V)
+    probs = np.exp(logits)
+    np.testing.assert_allclose(probs.sum(axis=-1), 1.0, rtol=1e-12)
+    assert (probs > 0).all()
+
+
+def test_ngram_learns_what_always_follows(ngram):
+    logits = ngram.score(tokenizer.encode("    retur"))
+    assert tokenizer.decode([int(np.argmax(logits[-1]))]) == "n"
+    assert np.exp(logits[-1]).max() > 0.9
+
+
+def test_ngram_scoring_is_the_same_at_once_or_one_by_one_and_after_rollback(ngram):
+    tokens = tokenizer.encode("def sub(a, b):")
+    together = ngram.score(tokens)
+    ngram.reset()
+    single = np.concatenate([ngram.score([t]) for t in tokens])
+    np.testing.assert_array_equal(together, single)
+    ngram.rollback(5)
+    np.testing.assert_array_equal(ngram.score(tokens[5:]), together[5:])
+    with pytest.raises(ValueError, match="rollback length must be in"):
+        ngram.rollback(99)
+
+
+def test_ngram_round_trips_through_its_arrays(ngram, tmp_path):
+    np.savez(tmp_path / "draft.npz", **ngram.arrays())
+    loaded = load_model(str(tmp_path / "draft.npz"))
+    tokens = tokenizer.encode("def add(a, b")
+    np.testing.assert_array_equal(loaded.score(tokens), ngram.score(tokens))
+
+
+def small_gpt() -> GPT:
+    rng = np.random.default_rng(0)
+    weights = {key: rng.normal(0, 0.5, shape) for key, shape in expected_shapes(98, 32, 16, 1).items()}
+    return GPT(weights, n_head=2, name="tiny")
+
+
+def test_generate_same_seed_same_tokens_and_greedy_is_deterministic():
+    model, prompt = small_gpt(), tokenizer.encode("def ")
+    params = specdec.SamplingParams(temperature=1.0, top_k=20)
+    first = generate(model, prompt, 20, params, np.random.default_rng(3))
+    second = generate(model, prompt, 20, params, np.random.default_rng(3))
+    np.testing.assert_array_equal(first.tokens, second.tokens)
+    assert first.tokens.size == 20 and first.target_calls == 20
+    greedy = generate(model, prompt, 20, specdec.SamplingParams(0))
+    np.testing.assert_array_equal(greedy.tokens, generate(model, prompt, 20, specdec.SamplingParams(0)).tokens)
+
+
+def test_generate_greedy_follows_the_argmax_of_a_full_recompute():
+    model, prompt = small_gpt(), tokenizer.encode("ab")
+    tokens = generate(model, prompt, 10, specdec.SamplingParams(0)).tokens
+    sequence = list(prompt)
+    for token in tokens:
+        model.reset()
+        assert token == int(np.argmax(model.score(sequence)[-1]))
+        sequence.append(int(token))
+
+
+def test_generate_stops_at_the_end_token():
+    model, prompt = small_gpt(), tokenizer.encode("ab")
+    tokens = generate(model, prompt, 30, specdec.SamplingParams(0)).tokens
+    stop = int(tokens[4])
+    stopped = generate(model, prompt, 30, specdec.SamplingParams(0), end_token=stop).tokens
+    assert stopped[-1] == stop and stopped.size == list(tokens).index(stop) + 1
+
+
+def test_generate_zero_tokens_makes_no_call():
+    result = generate(small_gpt(), [5], 0, specdec.SamplingParams(0))
+    assert result.tokens.size == 0 and result.target_calls == 0
+
+
+@pytest.mark.parametrize(
+    ("prompt", "max_new", "error", "message"),
+    [
+        ([], 5, ValueError, "prompt_tokens must be a non-empty 1-D sequence"),
+        ([[1, 2]], 5, ValueError, "prompt_tokens must be a non-empty 1-D sequence"),
+        ([1, 98], 5, ValueError, r"prompt_tokens must be token ids in \[0, 98\)"),
+        ([-1], 5, ValueError, r"prompt_tokens must be token ids in \[0, 98\)"),
+        ([1.5], 5, TypeError, "prompt_tokens must hold integer token ids"),
+        ([1], -1, ValueError, "max_new_tokens must be >= 0"),
+        ([1], 2.0, TypeError, "max_new_tokens must be an integer"),
+        ([1] * 30, 5, ValueError, "more than tiny's max_context 32"),
+    ],
+)
+def test_generate_bad_input(prompt, max_new, error, message):
+    with pytest.raises(error, match=message):
+        generate(small_gpt(), prompt, max_new, specdec.SamplingParams(0))
+
+
+def test_generate_needs_a_generator_to_sample():
+    with pytest.raises(TypeError, match="rng must be a np.random.Generator"):
+        generate(small_gpt(), [1], 3, specdec.SamplingParams(1.0))
