@@ -10,11 +10,14 @@ from specdec.logits import log_softmax, softmax
 from specdec.models import load_model, load_tokenizer
 from specdec.nucleus import top_p_filter
 from specdec.pipeline import SamplingParams, min_p_filter, sample_token, sampling_probs
+from specdec.speculative import SpeculativeResult, speculative_generate
 from specdec.topk import top_k_filter
+from specdec.verify import residual_distribution, speculative_verify
 
 __all__ = [
     "GenerationResult",
     "SamplingParams",
+    "SpeculativeResult",
     "generate",
     "load_model",
     "load_tokenizer",
@@ -22,8 +25,11 @@ __all__ = [
     "min_p_filter",
     "sample",
     "sample_token",
+    "residual_distribution",
     "sampling_probs",
     "softmax",
+    "speculative_generate",
+    "speculative_verify",
     "top_k_filter",
     "top_p_filter",
 ]

@@ -31,6 +31,13 @@ class NGramModel:
         self.tables = [None] + [
             tuple(tables[f"{table}{k}"] for table in ("contexts", "offsets", "next", "counts")) for k in range(1, order)
         ]
+        # Per context, what lookups need, computed once: keep = T_c / (N_c + T_c), the weight left for
+        # the shorter context, and per (context, next) pair share = count / (N_c + T_c).
+        self.weights = [None]
+        for _, offsets, _, counts in self.tables[1:]:
+            distinct = np.diff(offsets)  # (C,) T_c
+            denominator = np.add.reduceat(counts, offsets[:-1]).astype(np.float64) + distinct  # (C,) N_c + T_c
+            self.weights.append((distinct / denominator, counts / np.repeat(denominator, distinct)))
         self.history: list[int] = []
         self.memo: dict[tuple, np.ndarray] = {}
 
@@ -64,18 +71,21 @@ class NGramModel:
         if context in self.memo:
             return self.memo[context]
         probs = self.unigram.copy()  # (V,)
+        key, scale = 0, 1
         for k in range(1, len(context) + 1):
-            contexts, offsets, next_tokens, counts = self.tables[k]
-            key = 0
-            for token in context[-k:]:
-                key = key * self.vocab_size + token
-            i = np.searchsorted(contexts, key)
+            key += context[-k] * scale  # the last k tokens as one integer, oldest first
+            scale *= self.vocab_size
+            contexts, offsets, next_tokens, _ = self.tables[k]
+            keep, share = self.weights[k]
+            i = contexts.searchsorted(key)
             if i == contexts.size or contexts[i] != key:
                 break  # a longer context containing an unseen one is unseen too
             lo, hi = offsets[i], offsets[i + 1]
-            total, distinct = counts[lo:hi].sum(), hi - lo
-            probs *= distinct / (total + distinct)
-            probs[next_tokens[lo:hi]] += counts[lo:hi] / (total + distinct)
+            probs *= keep[i]  # T_c / (N_c + T_c) of the shorter context's distribution ...
+            probs[next_tokens[lo:hi]] += share[lo:hi]  # ... plus count(c, w) / (N_c + T_c)
+        if len(self.memo) >= 200_000:  # bound the memory: start afresh rather than grow forever
+            self.memo.clear()
+        probs.flags.writeable = False  # shared by every caller that asks for this context
         self.memo[context] = probs
         return probs
 
