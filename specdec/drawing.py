@@ -78,6 +78,11 @@ def draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     V tokens is never needed.
     """
     vocab = probs.shape[-1]
+    if probs.ndim == 1 and vocab <= BLOCK:  # one row, the decoding loop's case: the same search on scalars
+        token = min(int(np.searchsorted(np.cumsum(probs), rng.random() * probs.sum(), side="right")), vocab - 1)
+        if probs[token] == 0:  # the rounding repair below, for one row
+            token = vocab - 1 - int(np.argmax(probs[::-1] > 0))
+        return np.int64(token)
     rows = probs.reshape(-1, vocab)  # (R, V)
     r = np.arange(rows.shape[0])  # (R,)
     if vocab <= BLOCK:  # one level is enough

@@ -1,3 +1,4 @@
+# Generated from notebooks/08_greedy_speculative_decoding.ipynb by tools/export.py: edit the notebook, not this file.
 """Speculative decoding: draft gamma tokens cheaply, verify them with one target call, keep the target's law."""
 
 import operator
@@ -76,8 +77,10 @@ def speculative_generate(
 
     Each round: the draft proposes gamma tokens, each drawn from sampling_probs(draft logits,
     params); the target scores the token it has not seen yet plus all drafts in ONE call,
-    giving gamma + 1 distributions p; speculative_verify keeps an accepted prefix and one
-    more token; both models roll back to what was kept. Temperature 0 accepts a draft token
+    giving gamma + 1 distributions p; verify_drawn (speculative_verify without its checks) keeps
+    an accepted prefix and one more token; both models roll back to what was kept. With an
+    end token, the statistics still count drafts accepted after it in its round (the tokens
+    do not). Temperature 0 accepts a draft token
     iff it is the target's argmax and needs no rng.
     """
     if target.vocab_size != draft.vocab_size:

@@ -1,3 +1,4 @@
+# Generated from notebooks/09_exact_speculative_sampling.ipynb by tools/export.py: edit the notebook, not this file.
 """Verifying drafted tokens so that the output follows the target exactly: accept, or resample the residual."""
 
 import numpy as np
@@ -61,5 +62,10 @@ def verify_drawn(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, rng: np.rando
     u = rng.random(gamma)  # (gamma,) fresh uniforms, one per drafted position
     accepted = u < p[rows, tokens] / q[rows, tokens]  # (gamma,) strict: p(x) = 0 never accepts
     n = gamma if accepted.all() else int(np.argmin(accepted))  # length of the accepted prefix
-    last = draw(p[n], rng) if n == gamma else draw(residual_distribution(p[n], q[n]), rng)
+    if n == gamma:  # all accepted: the bonus token comes from the next target distribution
+        last = draw(p[n], rng)
+    else:  # residual_distribution(p[n], q[n]) without re-checking rows we built ourselves
+        excess = np.maximum(p[n] - q[n], 0.0)  # (V,)
+        mass = excess.sum()
+        last = draw(excess / mass if mass > 0 else p[n], rng)
     return np.append(tokens[:n], last).astype(np.int64), n

@@ -18,7 +18,7 @@ class FixedUniform(np.random.Generator):
         self.u = u
 
     def random(self, size=None, dtype=np.float64, out=None):
-        return np.full(size, self.u)
+        return self.u if size is None else np.full(size, self.u)
 
 
 def draws_of(probs, rng, n=N_DRAWS):

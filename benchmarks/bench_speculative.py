@@ -1,0 +1,239 @@
+"""Benchmark: speculative decoding against plain decoding with the same engine, and the cost model's prediction.
+
+What is compared, for the bundled pair (target: the tiny GPT; draft: the distilled 5-gram):
+
+* plain: `specdec.generate(target, prompt, max_new_tokens, params, rng)`, one target call per token;
+* speculative: `specdec.speculative_generate(target, draft, prompt, max_new_tokens, params, gamma, rng)`,
+
+on the same held-out prompts (`specdec.harness.heldout_prompts`: random line starts of the held-out
+files, fixed seed), with BLAS pinned to one thread, interleaved prompt by prompt (plain first for
+even prompts, speculative first for odd ones), each pair repeated `--repeats` times keeping each
+run's fastest time (`specdec.harness.side_by_side`). Settings: greedy, T=1, and two filtered ones.
+
+The prediction is notebook 07's cost model, E[tokens] / (gamma * c + f(gamma + 1)), with alpha
+measured in the same runs, f(n) measured with `time_scoring` (after as many tokens as the middle
+of a run) and c = one whole draft step under the setting (scoring and drawing, notebook 07). c and
+f are measured before and after the runs; the table uses their mean and prints both.
+
+Then, for each setting at its best gamma, where the time goes (`round_breakdown`) and the three
+factors that make up measured / predicted (`gap_factors`). `--profile` adds a cProfile of the
+speculative runs at T=1.
+
+    python benchmarks/bench_speculative.py                     # about 2 minutes on a 2-core machine
+    python benchmarks/bench_speculative.py --gammas 3 4 5 --prompts 8 --repeats 1   # a quick look
+
+Needs only the course's environment (numpy, threadpoolctl); run it on an otherwise quiet machine.
+"""
+
+import argparse
+import cProfile
+import datetime
+import os
+import platform
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "training"))  # training/ is not a package
+sys.path.insert(0, str(ROOT))  # run from anywhere without installing specdec
+
+from corpus import load_corpus  # noqa: E402
+
+import specdec  # noqa: E402
+from specdec import SamplingParams  # noqa: E402
+from specdec.harness import (  # noqa: E402
+    draft_step_seconds,
+    gap_factors,
+    heldout_prompts,
+    label,
+    predict,
+    round_breakdown,
+    seed_for,
+    side_by_side,
+)
+from specdec.timing import blas_threads, cost_ratios, time_scoring  # noqa: E402
+
+SETTINGS = [
+    SamplingParams(temperature=0.0),
+    SamplingParams(temperature=1.0),
+    SamplingParams(temperature=1.0, top_p=0.9),
+    SamplingParams(temperature=0.7, top_k=20),
+]
+TARGETS = {"greedy": (3.0, 2.0), "T=1": (2.5, 1.5)}  # tokens per target call, wall-clock speedup
+
+
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux, else what platform knows)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def measure(target, draft, prompt, context: int, max_n: int) -> dict:
+    """The cost model's inputs: f(n) for n = 1..max_n, and c for every setting (one BLAS thread)."""
+    target.reset()
+    with blas_threads(1):
+        times = time_scoring(target, list(range(1, max_n + 1)), repeats=41, context=context)
+    c = {label(params): draft_step_seconds(draft, params, prompt) / times[1] for params in SETTINGS}
+    return {"unit": times[1], "f": cost_ratios(times), "c": c}
+
+
+def mean_costs(before: dict, after: dict) -> dict:
+    return {
+        "unit": (before["unit"] + after["unit"]) / 2,
+        "f": {n: (before["f"][n] + after["f"][n]) / 2 for n in before["f"]},
+        "c": {name: (before["c"][name] + after["c"][name]) / 2 for name in before["c"]},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gammas", type=int, nargs="+", default=[2, 3, 4, 5, 6, 8], help="default: 2 3 4 5 6 8")
+    parser.add_argument("--prompts", type=int, default=16, help="held-out prompts (default 16)")
+    parser.add_argument("--prompt-length", type=int, default=48, help="tokens per prompt (default 48)")
+    parser.add_argument("--max-new-tokens", type=int, default=160, help="tokens generated per run (default 160)")
+    parser.add_argument("--repeats", type=int, default=2, help="runs per prompt and side, fastest kept (default 2)")
+    parser.add_argument("--seed", type=int, default=0, help="prompt choice and sampling seeds (default 0)")
+    parser.add_argument("--profile", action="store_true", help="also cProfile the speculative runs at T=1")
+    args = parser.parse_args()
+    if args.prompt_length + args.max_new_tokens > 256:
+        parser.error("prompt length + max new tokens must fit the target's context of 256")
+
+    started = time.perf_counter()
+    print(f"date: {datetime.date.today().isoformat()}; machine: {cpu_model()}, {os.cpu_count()} logical CPUs")
+    print(f"Python {platform.python_version()}, numpy {np.__version__}; BLAS pinned to 1 thread")
+    print("load average before (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    target, draft = specdec.load_model("target"), specdec.load_model("draft")
+    corpus = load_corpus()
+    prompts = heldout_prompts(corpus.heldout, args.prompts, args.prompt_length, seed=args.seed)
+    print(
+        f"{len(prompts)} held-out prompts of {args.prompt_length} tokens (seed {args.seed}), "
+        f"{args.max_new_tokens} new tokens per run, repeats {args.repeats}, gammas {args.gammas}"
+    )
+    context = args.prompt_length + args.max_new_tokens // 2  # the middle of a run
+    before = measure(target, draft, prompts[0], context, max(args.gammas) + 1)
+
+    results = {}
+    for params in SETTINGS:
+        results[label(params)] = side_by_side(
+            target, draft, prompts, args.max_new_tokens, params, args.gammas, seed=args.seed, repeats=args.repeats
+        )
+        print(f"  measured {label(params)} ({time.perf_counter() - started:.0f} s)", flush=True)
+    after = measure(target, draft, prompts[0], context, max(args.gammas) + 1)
+    costs = mean_costs(before, after)
+
+    print()
+    print(f"target step (unit): {1e6 * before['unit']:.0f} µs before, {1e6 * after['unit']:.0f} µs after the runs")
+    print("f(n), n = 1.." + str(max(args.gammas) + 1) + ":")
+    for name, measured in (("before", before), ("after", after), ("mean", costs)):
+        print(f"  {name:6} " + " ".join(f"{f:.2f}" for f in measured["f"].values()))
+    print(
+        "c (whole draft step / target step): "
+        + ", ".join(f"{name} {before['c'][name]:.3f} / {after['c'][name]:.3f}" for name in costs["c"])
+        + " (before / after)"
+    )
+    print()
+    header = (
+        f"{'setting':16} {'gamma':>5} {'plain tok/s':>11} {'spec tok/s':>10} {'speedup':>7} {'tok/call':>8}"
+        f" {'alpha':>6} {'c':>6} {'f(g+1)':>6} {'predicted':>9} {'(meas-pred)/pred':>16}"
+    )
+    print(header)
+    print("-" * len(header))
+    best = {}
+    for name, rows in results.items():
+        c = costs["c"][name]
+        for row in rows:
+            prediction = predict(row["alpha"], row["gamma"], c, costs["f"])
+            row["prediction"] = prediction
+            gap = (row["speedup"] - prediction.speedup) / prediction.speedup
+            print(
+                f"{name:16} {row['gamma']:5} {row['plain_tokens_per_second']:11.0f} "
+                f"{row['speculative_tokens_per_second']:10.0f} {row['speedup']:6.2f}x {row['tokens_per_call']:8.2f}"
+                f" {row['alpha']:6.3f} {c:6.3f} {costs['f'][row['gamma'] + 1]:6.2f} {prediction.speedup:8.2f}x"
+                f" {gap:+15.1%}"
+            )
+        best[name] = max(rows, key=lambda row: row["speedup"])
+        predicted_best = max(rows, key=lambda row: row["prediction"].speedup)
+        print(
+            f"{'':16} best gamma: measured {best[name]['gamma']} ({best[name]['speedup']:.2f}x), "
+            f"predicted {predicted_best['gamma']} ({predicted_best['prediction'].speedup:.2f}x)"
+        )
+        if name == "greedy":
+            print(f"{'':16} greedy outputs identical to plain decoding: {all(r['identical_outputs'] for r in rows)}")
+
+    print()
+    print("Where the time goes at the best gamma (µs per generated token; one run per prompt):")
+    print("  measured/predicted = tokens x plain x round (see specdec.harness.gap_factors)")
+    for params in SETTINGS:
+        name = label(params)
+        row = best[name]
+        split = round_breakdown(target, draft, prompts, args.max_new_tokens, params, row["gamma"], seed=args.seed)
+        factors = gap_factors(row, row["prediction"], costs["unit"])
+        per_round = split["tokens"]["speculative"] / split["target_calls"]["speculative"]
+        plain = ", ".join(f"{part} {1e6 * seconds:.0f}" for part, seconds in split["plain"].items() if part != "draft")
+        spec = split["speculative"]
+        rounds = ", ".join(f"{part} {1e6 * per_round * seconds:.0f}" for part, seconds in spec.items())
+        print(
+            f"  {name:16} gamma {row['gamma']}: plain {1e6 * sum(split['plain'].values()):.0f} per token ({plain});"
+            f" speculative {1e6 * sum(spec.values()):.0f} per token, {1e6 * per_round * sum(spec.values()):.0f}"
+            f" per round ({rounds})"
+        )
+        print(
+            f"  {'':16} factors: tokens {factors['tokens']:.3f} x plain {factors['plain']:.3f} x round "
+            f"{factors['round']:.3f} = {factors['measured_over_predicted']:.3f}"
+        )
+
+    print()
+    print("Targets (course design, bundled pair, same engine):")
+    for name, (calls_target, speed_target) in TARGETS.items():
+        rows, row = results[name], best[name]
+        calls_met = [r["gamma"] for r in rows if r["tokens_per_call"] >= calls_target]
+        speed_met = [r["gamma"] for r in rows if r["speedup"] >= speed_target]
+        print(
+            f"  {name:6} tokens per call >= {calls_target}: "
+            + (f"met at gamma {', '.join(map(str, calls_met))}" if calls_met else "MISSED")
+            + f" ({row['tokens_per_call']:.2f} at the fastest gamma {row['gamma']});"
+            f" speedup >= {speed_target}x: "
+            + (f"met at gamma {', '.join(map(str, speed_met))}" if speed_met else "MISSED")
+            + f" (best {row['speedup']:.2f}x at gamma {row['gamma']})"
+        )
+    within = [
+        abs(row["speedup"] - row["prediction"].speedup) / row["prediction"].speedup <= 0.15
+        for rows in results.values()
+        for row in rows
+    ]
+    at_best = {
+        name: (row["speedup"] - row["prediction"].speedup) / row["prediction"].speedup for name, row in best.items()
+    }
+    print(
+        f"  measured within 15% of predicted: {sum(within)} of {len(within)} rows; at the best gamma: "
+        + ", ".join(f"{name} {gap:+.1%}" for name, gap in at_best.items())
+    )
+    print("load average after (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(f"total time: {time.perf_counter() - started:.0f} s")
+
+    if args.profile:
+        params, gamma = SETTINGS[1], best["T=1"]["gamma"]
+        profiler = cProfile.Profile()
+        with blas_threads(1):
+            profiler.enable()
+            for i, prompt in enumerate(prompts):
+                specdec.speculative_generate(
+                    target, draft, prompt, args.max_new_tokens, params, gamma, seed_for(args.seed, i)
+                )
+            profiler.disable()
+        print(f"\ncProfile of the speculative runs at T=1, gamma {gamma} (profiling slows small calls down):")
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(15)
+
+
+if __name__ == "__main__":
+    main()

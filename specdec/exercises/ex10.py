@@ -1,0 +1,174 @@
+"""Checkers for the exercises of notebook 10 (measuring speculative decoding).
+
+check_estimate_alpha(fn):            fn(accepted_per_round, drafted_per_round) -> pooled acceptance rate alpha
+check_acceptance_per_position(fn):   fn(accepted_per_round, drafted_per_round) -> (gamma,) acceptance by position
+check_best_gamma_by_position(fn):    fn(acceptance, c, f) -> the gamma with the highest predicted speedup
+"""
+
+import math
+
+import numpy as np
+
+from specdec.exercises import call, show, verdict
+
+# A CPU-like measurement of f(n) (the shape notebooks 07 and 10 measure).
+F_CPU = {1: 1.0, 2: 1.11, 3: 1.24, 4: 1.26, 5: 1.36, 6: 1.45, 7: 1.58, 8: 1.6, 9: 1.77}
+
+
+# --- estimate_alpha ----------------------------------------------------------------------
+
+
+def reference_estimate_alpha(accepted_per_round, drafted_per_round) -> float:
+    """Accepted drafts / tested drafts; a round tested its accepted drafts plus one rejected one if n < g."""
+    accepted = sum(accepted_per_round)
+    rejected = sum(n < g for n, g in zip(accepted_per_round, drafted_per_round, strict=True))
+    return accepted / (accepted + rejected) if accepted + rejected else math.nan
+
+
+def estimate_alpha_cases() -> list[tuple]:
+    return [
+        ([1], [4]),  # 1 accepted, 1 rejected, 2 drafts never tested: 0.5 (accepted / drafted says 0.25)
+        ([4], [4]),  # everything accepted: no rejection was observed, alpha = 1
+        ([0], [4]),  # the first draft rejected: 0
+        ([0, 4], [4, 4]),  # pooled 4 / 5; the mean of per-round rates would say 0.5
+        ([2, 1, 4, 0, 3], [4, 4, 4, 4, 4]),
+        ([4, 1, 2], [4, 4, 2]),  # the last round was cut to 2 drafts at the end, and accepted both: no rejection
+        ([0, 0, 0], [1, 1, 1]),
+        ([1, 1], [1, 1]),
+        ([3, 0, 5, 5, 2, 1], [5, 5, 5, 5, 5, 3]),
+        ([], []),  # no round at all: nothing was tested, alpha is unknown (NaN)
+    ]
+
+
+def same_rate(got, expected: float) -> bool:
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return False
+    if math.isnan(expected):
+        return math.isnan(got)
+    return math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def check_estimate_alpha(fn) -> bool:
+    """fn(accepted_per_round, drafted_per_round) must return accepted / tested drafts (NaN with no rounds)."""
+    cases = estimate_alpha_cases()
+    for accepted, drafted in cases:
+        got, error = call(fn, (list(accepted), list(drafted)))
+        if error is not None:
+            return verdict("estimate_alpha", error, len(cases))
+        expected = reference_estimate_alpha(accepted, drafted)
+        if not same_rate(got, expected):
+            failure = (
+                f"for accepted_per_round = {accepted}, drafted_per_round = {drafted} "
+                f"expected {expected:.6g}, got {show(got)}"
+            )
+            return verdict("estimate_alpha", failure, len(cases))
+    return verdict("estimate_alpha", None, len(cases))
+
+
+# --- acceptance_per_position -------------------------------------------------------------
+
+
+def reference_acceptance_per_position(accepted_per_round, drafted_per_round) -> np.ndarray:
+    """For i = 1..max gamma: accepted at i / rounds that tested position i (NaN where none did)."""
+    gamma = max(drafted_per_round, default=0)
+    tested, accepted = np.zeros(gamma), np.zeros(gamma)  # (gamma,), (gamma,)
+    for n, g in zip(accepted_per_round, drafted_per_round, strict=True):
+        tested[: min(n + 1, g)] += 1
+        accepted[:n] += 1
+    return np.where(tested > 0, accepted / np.maximum(tested, 1), np.nan)
+
+
+def acceptance_per_position_cases() -> list[tuple]:
+    return [
+        ([1], [4]),  # position 1 accepted, 2 rejected, 3 and 4 never reached: [1, 0, nan, nan]
+        ([4, 0], [4, 4]),  # position 1 reached twice, accepted once; 2..4 reached once, accepted
+        ([2, 1, 4, 0, 3], [4, 4, 4, 4, 4]),
+        ([4, 2], [4, 2]),  # the second round drafted only 2 and accepted both: it never reached position 3
+        ([0, 0], [3, 3]),
+        ([1, 0, 2], [2, 2, 2]),
+        ([3, 3, 1, 0, 3], [3, 3, 3, 3, 3]),
+        ([5, 1, 5, 2, 0, 4], [6, 6, 6, 6, 6, 4]),
+        ([], []),  # no rounds: an empty array
+    ]
+
+
+def same_rates(got, expected: np.ndarray) -> bool:
+    try:
+        got = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return got.shape == expected.shape and np.allclose(got, expected, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+def check_acceptance_per_position(fn) -> bool:
+    """fn(accepted_per_round, drafted_per_round) must return the acceptance rate at each draft position."""
+    cases = acceptance_per_position_cases()
+    for accepted, drafted in cases:
+        got, error = call(fn, (list(accepted), list(drafted)))
+        if error is not None:
+            return verdict("acceptance_per_position", error, len(cases))
+        expected = reference_acceptance_per_position(accepted, drafted)
+        if not same_rates(got, expected):
+            failure = (
+                f"for accepted_per_round = {accepted}, drafted_per_round = {drafted} "
+                f"expected {show(expected)}, got {show(got)}"
+            )
+            return verdict("acceptance_per_position", failure, len(cases))
+    return verdict("acceptance_per_position", None, len(cases))
+
+
+# --- best_gamma_by_position --------------------------------------------------------------
+
+
+def tokens_by_position(acceptance, gamma: int) -> float:
+    """E[tokens] of a round of gamma drafts when draft i is accepted with probability acceptance[i - 1]
+    given that all before it were: 1 + a1 + a1 a2 + ... + a1 ... a_gamma."""
+    return 1.0 + float(np.cumprod(np.asarray(acceptance, dtype=np.float64)[:gamma]).sum())
+
+
+def reference_best_gamma_by_position(acceptance, c: float, f: dict) -> int:
+    """The gamma (1..len(acceptance), f(gamma + 1) known) with the highest speedup; the smallest on ties."""
+    candidates = [gamma for gamma in range(1, len(acceptance) + 1) if gamma + 1 in f]
+    return max(candidates, key=lambda gamma: tokens_by_position(acceptance, gamma) / (gamma * c + f[gamma + 1]))
+
+
+def best_gamma_cases() -> list[tuple]:
+    return [
+        # Greedy-like: a hard first position, easy later ones (what notebook 10 measures).
+        (np.array([0.7, 0.86, 0.95, 0.9, 0.91, 0.75, 0.84, 0.98]), 0.02, F_CPU),
+        # T = 1-like: closer to constant.
+        (np.array([0.61, 0.72, 0.74, 0.78, 0.76, 0.78, 0.72, 0.73]), 0.09, F_CPU),
+        # A strong first position, then weak ones: later drafts are rarely worth their cost.
+        (np.array([0.95, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]), 0.05, F_CPU),
+        # A weak first position, then near-certain ones: once past the first, drafts pay.
+        (np.array([0.5, 0.99, 0.99, 0.99, 0.99, 0.99, 0.99, 0.99]), 0.03, F_CPU),
+        (np.array([0.8, 0.8, 0.8, 0.8]), 0.1, F_CPU),  # only 4 positions measured: gamma <= 4
+        (np.ones(6), 0.0, {n: float(n) for n in range(1, 8)}),  # every gamma gives 1.0: take the smallest
+        (np.zeros(5), 0.01, F_CPU),  # nothing accepted: gamma = 1 loses least
+        (np.array([0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]), 0.02, {2: 1.1, 4: 1.2, 8: 1.5}),  # gamma = 1, 3, 7 only
+        (np.array([0.85, 0.9, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95]), 0.25, F_CPU),  # an expensive draft
+    ]
+
+
+def check_best_gamma_by_position(fn) -> bool:
+    """fn(acceptance, c, f) must return the gamma of reference_best_gamma_by_position (an integer)."""
+    cases = best_gamma_cases()
+    for acceptance, c, f in cases:
+        got, error = call(fn, (acceptance.copy(), c, dict(f)))
+        if error is not None:
+            return verdict("best_gamma_by_position", error, len(cases))
+        expected = reference_best_gamma_by_position(acceptance, c, f)
+        if not (isinstance(got, int) or hasattr(got, "__index__")) or isinstance(got, bool) or got != expected:
+            speedups = ", ".join(
+                f"{g}: {tokens_by_position(acceptance, g) / (g * c + f[g + 1]):.4f}"
+                for g in range(1, len(acceptance) + 1)
+                if g + 1 in f
+            )
+            failure = (
+                f"for acceptance = {show(acceptance)}, c = {c}, f = {show(f)} expected gamma = {expected}, "
+                f"got {show(got)} (predicted speedup by gamma: {speedups})"
+            )
+            return verdict("best_gamma_by_position", failure, len(cases))
+    return verdict("best_gamma_by_position", None, len(cases))

@@ -1,0 +1,209 @@
+"""Notebook 10's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specdec.exercises import ex10
+from specdec.timing import expected_tokens
+
+SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
+
+
+def load_solution(name: str):
+    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+alpha_solution = load_solution("ex10_estimate_alpha")
+position_solution = load_solution("ex10_acceptance_per_position")
+gamma_solution = load_solution("ex10_best_gamma_by_position")
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+# --- estimate_alpha ----------------------------------------------------------------------
+
+
+def accepted_over_drafted(accepted, drafted):  # the naive rate: counts never-tested drafts as rejected
+    return sum(accepted) / sum(drafted)
+
+
+def a_rejection_every_round(accepted, drafted):  # forgets that a fully accepted round rejected nothing
+    return sum(accepted) / (sum(accepted) + len(accepted))
+
+
+def mean_of_round_rates(accepted, drafted):  # averages per-round rates: a 1-test round weighs as much as a 5-test one
+    rates = [n / (n + (n < g)) for n, g in zip(accepted, drafted, strict=True)]
+    return sum(rates) / len(rates)
+
+
+def compares_with_the_largest_gamma(accepted, drafted):  # a round cut short at the end "rejected" its missing drafts
+    gamma = max(drafted)
+    rejected = sum(1 for n in accepted if n < gamma)
+    return sum(accepted) / (sum(accepted) + rejected)
+
+
+def zero_when_empty(accepted, drafted):  # right, except that no evidence is reported as alpha = 0
+    return alpha_solution.estimate_alpha(accepted, drafted) if accepted else 0.0
+
+
+def test_estimate_alpha_solution_passes():
+    assert ex10.check_estimate_alpha(alpha_solution.estimate_alpha)
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        accepted_over_drafted,
+        a_rejection_every_round,
+        mean_of_round_rates,
+        compares_with_the_largest_gamma,
+        zero_when_empty,
+    ],
+)
+def test_estimate_alpha_wrong_answers_fail(wrong, capsys):
+    assert not ex10.check_estimate_alpha(wrong)
+    assert "✗ estimate_alpha" in capsys.readouterr().out
+
+
+def test_the_naive_rate_is_caught_on_the_first_case(capsys):
+    ex10.check_estimate_alpha(accepted_over_drafted)
+    out = capsys.readouterr().out
+    assert "accepted_per_round = [1], drafted_per_round = [4] expected 0.5, got 0.25" in out
+
+
+def test_the_estimate_agrees_with_speculative_result_alpha():
+    from specdec.speculative import SpeculativeResult
+
+    accepted, drafted = [3, 0, 5, 5, 2, 1], [5, 5, 5, 5, 5, 3]
+    result = SpeculativeResult(np.zeros(0, dtype=np.int64), 6, 0, sum(drafted), sum(accepted), 0.0, accepted, drafted)
+    assert alpha_solution.estimate_alpha(accepted, drafted) == pytest.approx(result.alpha)
+
+
+# --- acceptance_per_position -------------------------------------------------------------
+
+
+def divides_by_all_rounds(accepted, drafted):  # P(reach i and accept), not P(accept i | reached i)
+    gamma = max(drafted, default=0)
+    counts = np.zeros(gamma)
+    for n in accepted:
+        counts[:n] += 1
+    return counts / max(len(accepted), 1)
+
+
+def reaches_one_past_the_end(accepted, drafted):  # n + 1 positions reached even when all g were accepted
+    gamma = max(drafted, default=0)
+    reached, kept = np.zeros(gamma + 1), np.zeros(gamma + 1)
+    for n in accepted:
+        reached[: n + 1] += 1
+        kept[:n] += 1
+    with np.errstate(invalid="ignore"):
+        return (kept / reached)[:gamma]
+
+
+def reaches_only_accepted(accepted, drafted):  # forgets the rejected position: every rate is 1 or NaN
+    gamma = max(drafted, default=0)
+    reached = np.zeros(gamma)
+    for n in accepted:
+        reached[:n] += 1
+    return np.where(reached > 0, 1.0, np.nan)
+
+
+def zero_where_unreached(accepted, drafted):  # 0 instead of NaN: "never tested" shown as "always rejected"
+    return np.nan_to_num(position_solution.acceptance_per_position(accepted, drafted), nan=0.0)
+
+
+def test_acceptance_per_position_solution_passes():
+    assert ex10.check_acceptance_per_position(position_solution.acceptance_per_position)
+
+
+@pytest.mark.parametrize(
+    "wrong", [divides_by_all_rounds, reaches_one_past_the_end, reaches_only_accepted, zero_where_unreached]
+)
+def test_acceptance_per_position_wrong_answers_fail(wrong, capsys):
+    assert not ex10.check_acceptance_per_position(wrong)
+    assert "✗ acceptance_per_position" in capsys.readouterr().out
+
+
+def test_per_position_rates_reproduce_the_mean_tokens_of_full_rounds():
+    """1 + a1 + a1 a2 + ... over full rounds is exactly the mean number of tokens those rounds yielded."""
+    rng = np.random.default_rng(10)
+    gamma = 5
+    accepted = [int(n) for n in rng.integers(0, gamma + 1, 200)]
+    rates = position_solution.acceptance_per_position(accepted, [gamma] * len(accepted))
+    assert 1 + np.cumprod(rates).sum() == pytest.approx(np.mean(accepted) + 1, rel=1e-12)
+
+
+# --- best_gamma_by_position --------------------------------------------------------------
+
+
+def candidates(acceptance, f):
+    return [g for g in range(1, len(acceptance) + 1) if g + 1 in f]
+
+
+def constant_alpha(acceptance, c, f):  # one alpha for all positions: the mean of the first gamma rates
+    def speedup(g):
+        alpha = float(np.mean(acceptance[:g]))
+        return expected_tokens(alpha, g) / (g * c + f[g + 1])
+
+    return max(candidates(acceptance, f), key=speedup)
+
+
+def sums_instead_of_products(acceptance, c, f):  # treats every draft as kept when accepted, as if independent
+    return max(candidates(acceptance, f), key=lambda g: (1 + float(np.sum(acceptance[:g]))) / (g * c + f[g + 1]))
+
+
+def prices_with_f_of_gamma(acceptance, c, f):  # off by one: verification scores gamma + 1 positions
+    valid = [g for g in range(1, len(acceptance) + 1) if g in f]
+    return max(valid, key=lambda g: (1 + float(np.cumprod(acceptance[:g]).sum())) / (g * c + f[g]))
+
+
+def ignores_the_draft_cost(acceptance, c, f):
+    return gamma_solution.best_gamma_by_position(acceptance, 0.0, f)
+
+
+def ties_to_the_largest(acceptance, c, f):
+    best, best_speedup = None, -math.inf
+    for g in candidates(acceptance, f):
+        speedup = (1 + float(np.cumprod(acceptance[:g]).sum())) / (g * c + f[g + 1])
+        if speedup >= best_speedup:
+            best, best_speedup = g, speedup
+    return best
+
+
+def test_best_gamma_by_position_solution_passes():
+    assert ex10.check_best_gamma_by_position(gamma_solution.best_gamma_by_position)
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [constant_alpha, sums_instead_of_products, prices_with_f_of_gamma, ignores_the_draft_cost, ties_to_the_largest],
+)
+def test_best_gamma_by_position_wrong_answers_fail(wrong, capsys):
+    assert not ex10.check_best_gamma_by_position(wrong)
+    assert "✗ best_gamma_by_position" in capsys.readouterr().out
+
+
+def test_constant_rates_agree_with_expected_tokens():
+    for alpha in (0.0, 0.3, 0.8, 1.0):
+        for gamma in (1, 4, 8):
+            assert ex10.tokens_by_position(np.full(gamma, alpha), gamma) == pytest.approx(expected_tokens(alpha, gamma))
+
+
+# --- every checker -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "checker", [ex10.check_estimate_alpha, ex10.check_acceptance_per_position, ex10.check_best_gamma_by_position]
+)
+def test_a_stub_is_not_attempted_yet(checker, capsys):
+    assert not checker(stub)
+    assert "not attempted yet" in capsys.readouterr().out
