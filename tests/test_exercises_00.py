@@ -1,22 +1,10 @@
 """The warm-up exercise in notebooks/00_welcome.ipynb: the solution passes its checker, wrong answers fail."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from helpers import load_solution
 
 from specdec.exercises.ex00 import check_normalise
-
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
-
-
-def load_solution(name: str):
-    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 solution = load_solution("ex00_warm_up")
 

@@ -1,23 +1,12 @@
 """Exercises of notebooks/01_logits_softmax_temperature.ipynb: solutions pass their checkers, wrong answers fail."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import load_solution
 
 from specdec.exercises.ex01 import check_entropy_bits, check_fixed_softmax, check_stable_softmax
-
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
-
-
-def load_solution(name: str):
-    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 solution = load_solution("ex01_softmax_temperature")
 

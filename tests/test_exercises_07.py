@@ -1,22 +1,10 @@
 """Notebook 07's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from helpers import load_solution
 
 from specdec.exercises import ex07
 from specdec.timing import expected_tokens, predicted_speedup
-
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
-
-
-def load_solution(name: str):
-    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 tokens_solution = load_solution("ex07_tokens_per_call")
 gamma_solution = load_solution("ex07_best_gamma")

@@ -1,23 +1,11 @@
 """Notebook 09's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from helpers import load_solution
 
 from specdec.exercises import ex09
 from specdec.verify import residual_distribution
-
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
-
-
-def load_solution(name: str):
-    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 residual_solution = load_solution("ex09_residual_distribution")
 accepts_solution = load_solution("ex09_accepts")

@@ -1,24 +1,13 @@
 """Notebook 10's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import load_solution
 
 from specdec.exercises import ex10
 from specdec.timing import expected_tokens
-
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
-
-
-def load_solution(name: str):
-    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 alpha_solution = load_solution("ex10_estimate_alpha")
 position_solution = load_solution("ex10_acceptance_per_position")
