@@ -1,24 +1,12 @@
 """Notebook 05's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from helpers import load_solution as load
 
 import specdec
 from specdec import SamplingParams, softmax, top_k_filter, top_p_filter
 from specdec.exercises import ex05
-
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 pipeline_solution = load("ex05_pipeline_probs")
 fixed_solution = load("ex05_fixed_top_k_top_p")

@@ -1,23 +1,12 @@
 """Notebook 06's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import load_solution as load
 
 from specdec.exercises import ex06
-
-SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 bits_solution = load("ex06_bits_and_perplexity")
 bigram_solution = load("ex06_bigram")
