@@ -163,11 +163,11 @@ def buggy_speculative_greedy(target, draft, prompt_tokens, max_new_tokens, gamma
     return sequence[end - max_new_tokens :]
 
 
-class Contrarian:
-    """A draft that always guesses wrong: the target's logits shifted by one token (its argmax never matches)."""
+class Wrapped:
+    """A model that passes everything through to another one; subclasses change `score`."""
 
-    def __init__(self, model):
-        self.model, self.name = model, "contrarian"
+    def __init__(self, model, name: str):
+        self.model, self.name = model, name
         self.vocab_size, self.max_context = model.vocab_size, model.max_context
 
     @property
@@ -181,25 +181,25 @@ class Contrarian:
         self.model.rollback(length)
 
     def score(self, tokens) -> np.ndarray:
+        return self.model.score(tokens)
+
+
+class Contrarian(Wrapped):
+    """A draft that always guesses wrong: the target's logits shifted by one token (its argmax never matches)."""
+
+    def __init__(self, model):
+        super().__init__(model, "contrarian")
+
+    def score(self, tokens) -> np.ndarray:
         return np.roll(self.model.score(tokens), 1, axis=-1)  # (n, V)
 
 
-class Counting:
+class Counting(Wrapped):
     """A model that counts the positions it is asked to score, to tell using the caches from re-scoring."""
 
     def __init__(self, model):
-        self.model, self.name, self.scored = model, model.name, 0
-        self.vocab_size, self.max_context = model.vocab_size, model.max_context
-
-    @property
-    def length(self) -> int:
-        return self.model.length
-
-    def reset(self) -> None:
-        self.model.reset()
-
-    def rollback(self, length: int) -> None:
-        self.model.rollback(length)
+        super().__init__(model, model.name)
+        self.scored = 0
 
     def score(self, tokens) -> np.ndarray:
         self.scored += np.asarray(tokens).size
