@@ -80,7 +80,6 @@ def cpu_model() -> str:
 
 def measure(target, draft, prompt, context: int, max_n: int) -> dict:
     """The cost model's inputs: f(n) for n = 1..max_n, and c for every setting (one BLAS thread)."""
-    target.reset()
     with blas_threads(1):
         times = time_scoring(target, list(range(1, max_n + 1)), repeats=41, context=context)
     c = {label(params): draft_step_seconds(draft, params, prompt) / times[1] for params in SETTINGS}

@@ -1,6 +1,6 @@
 """Reference solution for exercise 3 of notebook 08 (spot the bug in a rollback).
 
-The bug: `target.rollback(min(target.length, len(sequence) + n + 1))` keeps one token too many.
+The bug: `target_cache.rollback(min(target_cache.length, len(sequence) + n + 1))` keeps one token too many.
 After a rejection the target has read the sequence and all gamma drafts; the text goes on with
 the n accepted drafts and then the target's own token, the correction. But the target never
 *read* the correction: it *chose* it, from the row of the rejected draft's position. At that
@@ -25,24 +25,23 @@ def fixed_speculative_greedy(target, draft, prompt_tokens, max_new_tokens, gamma
     """Greedy speculative decoding with both KV caches. The new tokens, as a list."""
     sequence = [int(t) for t in prompt_tokens]
     end = len(sequence) + max_new_tokens
-    target.reset()
-    draft.reset()
+    target_cache, draft_cache = target.start(), draft.start()
     pending = sequence  # what the target has not read yet: the whole prompt in the first round
     while len(sequence) < end:
         g = min(gamma, end - len(sequence) - 1)  # never draft past max_new_tokens
         drafts = []
         if g > 0:
-            logits = draft.score(sequence[draft.length :])[-1]  # (V,) catch up, then draft
+            logits = draft.score(sequence[draft_cache.length :], draft_cache)[-1]  # (V,) catch up, then draft
             for i in range(g):
                 drafts.append(int(np.argmax(logits)))
                 if i < g - 1:
-                    logits = draft.score(drafts[-1:])[0]  # (V,)
-        logits = target.score(pending + drafts)[-(g + 1) :]  # (g + 1, V) one call
+                    logits = draft.score(drafts[-1:], draft_cache)[0]  # (V,)
+        logits = target.score(pending + drafts, target_cache)[-(g + 1) :]  # (g + 1, V) one call
         best = np.argmax(logits, axis=-1)  # (g + 1,) the target's choices
         n = next((i for i in range(g) if drafts[i] != best[i]), g)
         emitted = drafts[:n] + [int(best[n])]
-        target.rollback(len(sequence) + n)  # THE FIX: the sequence and the accepted drafts, not the correction
-        draft.rollback(min(draft.length, len(sequence) + n))
+        target_cache.rollback(len(sequence) + n)  # THE FIX: the sequence and the accepted drafts, not the correction
+        draft_cache.rollback(min(draft_cache.length, len(sequence) + n))
         sequence += emitted
         pending = emitted[-1:]
     return sequence[end - max_new_tokens :]

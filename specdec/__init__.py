@@ -10,12 +10,15 @@ from specdec.logits import log_softmax, softmax
 from specdec.models import load_model, load_tokenizer
 from specdec.nucleus import top_p_filter
 from specdec.pipeline import SamplingParams, min_p_filter, sample_token, sampling_probs
+from specdec.protocol import DecodingState, LanguageModel
 from specdec.speculative import SpeculativeResult, speculative_generate
 from specdec.topk import top_k_filter
 from specdec.verify import residual_distribution, speculative_verify
 
 __all__ = [
+    "DecodingState",
     "GenerationResult",
+    "LanguageModel",
     "SamplingParams",
     "SpeculativeResult",
     "generate",

@@ -6,12 +6,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from specdec.validation import check_generator
+
 
 def check_rng(rng) -> np.random.Generator:
-    """Refuse anything but an explicit np.random.Generator (never the global random state)."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a np.random.Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
-    return rng
+    """Refuse anything but an explicit np.random.Generator (never a seed, never the global random state)."""
+    return check_generator(rng, "rng")
 
 
 def check_probs(probs, name: str = "probs") -> np.ndarray:

@@ -1,13 +1,15 @@
 # Generated from notebooks/06_language_models.ipynb by tools/export.py: edit the notebook, not this file.
 """Autoregressive generation: one model call per new token."""
 
-import operator
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from specdec.drawing import check_rng
 from specdec.pipeline import SamplingParams, check_params, sample_token
+from specdec.protocol import LanguageModel
+from specdec.validation import check_integer, check_optional_token
 
 
 @dataclass
@@ -27,8 +29,23 @@ class GenerationResult:
         return self.tokens.size / self.target_calls if self.target_calls else 0.0
 
 
+def check_model(model, name: str = "model") -> LanguageModel:
+    """Refuse anything that does not follow the LanguageModel protocol (start, score, vocab_size, max_context, name)."""
+    if not isinstance(model, LanguageModel):
+        raise TypeError(
+            f"{name} must be a language model (start(), score(tokens, state), vocab_size, max_context, name),"
+            f" got {type(model).__name__}: load one with specdec.load_model()"
+        )
+    return model
+
+
 def check_prompt(prompt_tokens, model, name: str = "prompt_tokens") -> np.ndarray:
     """Return the prompt as an int64 array after checking it is a non-empty list of valid token ids."""
+    if isinstance(prompt_tokens, str):
+        raise TypeError(
+            f"{name} must be token ids, got the text {prompt_tokens[:30]!r}: encode it first,"
+            " for example specdec.load_tokenizer().encode(text)"
+        )
     prompt = np.asarray(prompt_tokens)
     if prompt.ndim != 1 or prompt.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of token ids, got shape {prompt.shape}")
@@ -42,15 +59,14 @@ def check_prompt(prompt_tokens, model, name: str = "prompt_tokens") -> np.ndarra
 
 
 def check_max_new_tokens(max_new_tokens) -> int:
-    if isinstance(max_new_tokens, (bool, np.bool_)):
-        raise TypeError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
-    try:
-        value = operator.index(max_new_tokens)
-    except TypeError:
-        raise TypeError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}") from None
-    if value < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {value}")
-    return value
+    return check_integer(max_new_tokens, "max_new_tokens", minimum=0)
+
+
+def check_sampling_rng(rng, params: SamplingParams) -> np.random.Generator | None:
+    """Greedy decoding draws nothing, so rng may be None; otherwise it must be a np.random.Generator."""
+    if rng is None and not params.greedy:
+        raise TypeError("rng must be a np.random.Generator when temperature > 0, got None")
+    return None if rng is None else check_rng(rng)
 
 
 def check_room(model, prompt_size: int, max_new_tokens: int) -> None:
@@ -64,7 +80,7 @@ def check_room(model, prompt_size: int, max_new_tokens: int) -> None:
 
 
 def generate(
-    model,
+    model: LanguageModel,
     prompt_tokens,
     max_new_tokens: int,
     params: SamplingParams = SamplingParams(),
@@ -73,28 +89,29 @@ def generate(
 ) -> GenerationResult:
     """Sample up to `max_new_tokens` tokens after the prompt, one model call per token.
 
-    Each step draws a token from sampling_probs(logits, params) and feeds it back, so the
-    model's cache grows by one token per call. Stops early after `end_token`, if given.
-    Temperature 0 is greedy and needs no rng.
+    Each step draws a token from sampling_probs(logits, params) and feeds it back, so this
+    generation's own decoding state grows by one token per call. Stops early after
+    `end_token` (a token id), if given. Temperature 0 is greedy and needs no rng.
     """
+    model = check_model(model)
     prompt = check_prompt(prompt_tokens, model)
     max_new_tokens = check_max_new_tokens(max_new_tokens)
     params = check_params(params)
-    if rng is None and not params.greedy:
-        raise TypeError("rng must be a np.random.Generator when temperature > 0, got None")
+    rng = check_sampling_rng(rng, params)
+    end_token = check_optional_token(end_token, "end_token", model.vocab_size)
     check_room(model, prompt.size, max_new_tokens)
     start = time.perf_counter()
     new_tokens: list[int] = []
     calls = 0
     if max_new_tokens > 0:
-        model.reset()
-        logits = model.score(prompt)[-1]  # (V,) the distribution of the first new token
+        state = model.start()  # this generation's memory; the model itself never changes
+        logits = model.score(prompt, state)[-1]  # (V,) the distribution of the first new token
         calls = 1
         while True:
             token = int(sample_token(logits, params, rng))
             new_tokens.append(token)
             if len(new_tokens) == max_new_tokens or token == end_token:
                 break
-            logits = model.score([token])[0]  # (V,)
+            logits = model.score([token], state)[0]  # (V,)
             calls += 1
     return GenerationResult(np.array(new_tokens, dtype=np.int64), calls, time.perf_counter() - start)

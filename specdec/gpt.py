@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 
+from specdec.protocol import check_new_tokens, check_rollback
+
 
 def layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray, eps: float = 1e-5) -> np.ndarray:
     """Normalise each row to mean 0 and variance 1, then scale and shift."""
@@ -46,50 +48,58 @@ def expected_shapes(vocab_size: int, max_context: int, d_model: int, n_layer: in
     return shapes
 
 
+class KVCache:
+    """A GPT's decoding state: the keys and values of every token seen, per layer and head.
+
+    Preallocated for max_context tokens; only the first `length` positions are valid.
+    rollback(length) forgets the rest: entries past `length` are overwritten before they are read.
+    """
+
+    def __init__(self, model: "GPT"):
+        self.model = model  # the GPT whose keys these are
+        shape = (model.n_layer, model.n_head, model.max_context, model.head_dim)
+        self.keys = np.zeros(shape, dtype=np.float32)  # (L, H, T, dh)
+        self.values = np.zeros(shape, dtype=np.float32)  # (L, H, T, dh)
+        self.length = 0  # tokens in the cache
+
+    def rollback(self, length: int) -> None:
+        """Keep only the first `length` tokens seen."""
+        self.length = check_rollback(length, self.length)
+
+
 class GPT:
     """Next-token logits from a tiny GPT, one call per batch of new tokens.
 
-    The model keeps a key/value cache of every token it has seen (preallocated for
-    `max_context` tokens), so `score(tokens)` only computes the new positions:
-    scoring n tokens in one call returns the same logits as n calls of one token.
-    `rollback(length)` forgets everything after the first `length` tokens.
+    The weights are read-only; what the model has read of one text lives in a KVCache from
+    `start()`, so `score(tokens, cache)` only computes the new positions: scoring n tokens
+    in one call returns the same logits as n calls of one token.
     """
 
     def __init__(self, weights: dict[str, np.ndarray], n_head: int, name: str = "gpt"):
         self.name = name
-        self.w = {key: np.asarray(value, dtype=np.float32) for key, value in weights.items()}
+        self.w = {key: np.array(value, dtype=np.float32) for key, value in weights.items()}  # our own copy
+        for array in self.w.values():
+            array.flags.writeable = False  # immutable after loading: any number of generations may share it
         self.vocab_size, self.d_model = self.w["wte"].shape
         self.max_context = self.w["wpe"].shape[0]
         self.n_layer = sum(1 for key in self.w if key.endswith(".ln1.gain"))
         self.n_head = n_head
         self.head_dim = self.d_model // n_head
-        cache_shape = (self.n_layer, n_head, self.max_context, self.head_dim)
-        self.keys = np.zeros(cache_shape, dtype=np.float32)  # (L, H, T, dh)
-        self.values = np.zeros(cache_shape, dtype=np.float32)  # (L, H, T, dh)
         self.layers = [[self.w[key] for key in layer_names(i)] for i in range(self.n_layer)]
-        self.length = 0  # tokens in the cache
 
-    def reset(self) -> None:
-        """Forget every token (the cache is overwritten, not cleared)."""
-        self.length = 0
+    def start(self) -> KVCache:
+        """A fresh, empty KV cache for one text."""
+        return KVCache(self)
 
-    def rollback(self, length: int) -> None:
-        """Keep only the first `length` tokens seen."""
-        if not 0 <= length <= self.length:
-            raise ValueError(f"rollback length must be in [0, {self.length}] (tokens seen), got {length}")
-        self.length = length
-
-    def score(self, tokens) -> np.ndarray:
-        """Feed new tokens; return the logits for the token after each of them, shape (n, V)."""
-        tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)  # (n,)
-        n, start = tokens.size, self.length
+    def score(self, tokens, cache: KVCache) -> np.ndarray:
+        """Feed new tokens to `cache`; return the logits for the token after each of them, shape (n, V)."""
+        if not isinstance(cache, KVCache) or cache.model is not self:
+            raise TypeError(f"cache must be a KVCache from this model's start(), got {type(cache).__name__}")
+        tokens = check_new_tokens(tokens, self.vocab_size)  # (n,)
+        n, start = tokens.size, cache.length
         end = start + n
-        if n == 0:
-            raise ValueError("score needs at least one token")
         if end > self.max_context:
             raise ValueError(f"context overflow: {start} tokens seen + {n} new > max_context {self.max_context}")
-        if tokens.min() < 0 or tokens.max() >= self.vocab_size:
-            raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {tokens.min()}..{tokens.max()}")
         h, dh = self.n_head, self.head_dim
         x = self.w["wte"][tokens] + self.w["wpe"][start:end]  # (n, d)
         # New position i (absolute start + i) may look at positions 0 .. start + i.
@@ -97,15 +107,15 @@ class GPT:
         for layer, (g1, b1, w_qkv, b_qkv, w_o, b_o, g2, b2, w_in, b_in, w_out, b_out) in enumerate(self.layers):
             qkv = layer_norm(x, g1, b1) @ w_qkv + b_qkv  # (n, 3d)
             q, k, v = qkv.reshape(n, 3, h, dh).transpose(1, 2, 0, 3)  # 3 x (h, n, dh)
-            self.keys[layer, :, start:end] = k
-            self.values[layer, :, start:end] = v
-            scores = q @ self.keys[layer, :, :end].transpose(0, 2, 1) * (1 / math.sqrt(dh))  # (h, n, end)
+            cache.keys[layer, :, start:end] = k
+            cache.values[layer, :, start:end] = v
+            scores = q @ cache.keys[layer, :, :end].transpose(0, 2, 1) * (1 / math.sqrt(dh))  # (h, n, end)
             if n > 1:
                 scores[:, future] = -np.inf
             scores = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (h, n, end)
             attention = scores / scores.sum(axis=-1, keepdims=True)  # (h, n, end) rows sum to 1
-            mixed = (attention @ self.values[layer, :, :end]).transpose(1, 0, 2).reshape(n, -1)  # (n, d)
+            mixed = (attention @ cache.values[layer, :, :end]).transpose(1, 0, 2).reshape(n, -1)  # (n, d)
             x = x + mixed @ w_o + b_o  # (n, d)
             x = x + gelu(layer_norm(x, g2, b2) @ w_in + b_in) @ w_out + b_out  # (n, d)
-        self.length = end
+        cache.length = end
         return layer_norm(x, self.w["ln_f.gain"], self.w["ln_f.bias"]) @ self.w["wte"].T  # (n, V)

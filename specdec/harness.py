@@ -257,7 +257,6 @@ def measure_costs(
     in the same unit. Returns {"c", "f", "target_seconds", "draft_step_seconds"}.
     """
     max_n = check_count(max_n, "max_n")
-    target.reset()  # time_scoring starts from the tokens the model has seen: none
     with blas_threads(1):
         times = time_scoring(target, list(range(1, max_n + 1)), repeats=repeats, context=context)
     step = draft_step_seconds(draft, params, prompt_tokens)
@@ -271,12 +270,15 @@ class TimedModel:
         self.model = model
         self.calls: list[tuple[int, float]] = []  # (tokens scored, seconds) of each call
 
-    def __getattr__(self, name):  # vocab_size, max_context, name, length, reset, rollback, ...
+    def __getattr__(self, name):  # vocab_size, max_context, name
         return getattr(self.model, name)
 
-    def score(self, tokens) -> np.ndarray:
+    def start(self):
+        return self.model.start()
+
+    def score(self, tokens, state) -> np.ndarray:
         start = time.perf_counter()
-        logits = self.model.score(tokens)
+        logits = self.model.score(tokens, state)
         self.calls.append((len(tokens), time.perf_counter() - start))
         return logits
 
@@ -320,7 +322,7 @@ def round_breakdown(
 def heldout_quality(target, windows, params: SamplingParams = SamplingParams()) -> dict:
     """How well a sampling setting's distribution predicts held-out text.
 
-    Each window (a row of token ids) is read from an empty cache; every token after the first
+    Each window (a row of token ids) is read from a fresh decoding state; every token after the first
     is scored under sampling_probs(target logits, params), the distribution the setting
     actually draws from. A filter can give a real token probability 0 (log-likelihood -inf),
     so two numbers describe a setting: `coverage`, the fraction of held-out tokens it keeps
@@ -334,8 +336,7 @@ def heldout_quality(target, windows, params: SamplingParams = SamplingParams()) 
         raise ValueError(f"windows must be a 2-D array of token ids with at least 2 per row, got shape {windows.shape}")
     kept, unfiltered = [], []
     for window in windows:
-        target.reset()
-        logits = target.score(window[:-1])  # (T, V): row t predicts window[t + 1]
+        logits = target.score(window[:-1], target.start())  # (T, V): row t predicts window[t + 1]
         truth = window[1:, None]  # (T, 1)
         kept.append(np.take_along_axis(sampling_probs(logits, params), truth, axis=-1)[:, 0])  # (T,)
         unfiltered.append(np.take_along_axis(log_softmax(logits.astype(np.float64)), truth, axis=-1)[:, 0])  # (T,)
@@ -360,8 +361,8 @@ def text_bits(target, prompts: Sequence, continuations: Sequence) -> float:
         prompt, tokens = np.asarray(prompt), np.asarray(tokens)
         if tokens.size == 0:
             continue
-        target.reset()
-        logits = target.score(np.concatenate([prompt, tokens[:-1]]))[prompt.size - 1 :]  # (n, V) predicts tokens
+        text = np.concatenate([prompt, tokens[:-1]])  # (P + n - 1,)
+        logits = target.score(text, target.start())[prompt.size - 1 :]  # (n, V) predicts tokens
         log_probs = np.take_along_axis(log_softmax(logits.astype(np.float64)), tokens[:, None], axis=-1)  # (n, 1)
         bits -= log_probs.sum() / math.log(2)
         count += tokens.size

@@ -1,10 +1,9 @@
 # Generated from notebooks/01_logits_softmax_temperature.ipynb by tools/export.py: edit the notebook, not this file.
 """Logits to probabilities: validation, a numerically stable softmax, log-softmax, temperature."""
 
-import math
-import numbers
-
 import numpy as np
+
+from specdec.validation import check_real
 
 
 def describe_row(index: tuple, ndim: int) -> str:
@@ -43,13 +42,13 @@ def check_logits(logits, name: str = "logits") -> np.ndarray:
 
 
 def check_temperature(temperature) -> float:
-    """Return `temperature` as a float after checking it is a finite number >= 0 (0 means greedy)."""
-    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"temperature must be a real number >= 0, got {temperature!r}")
-    value = float(temperature)
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"temperature must be finite and >= 0 (0 means greedy), got {temperature!r}")
-    return value
+    """Return `temperature` as a float after checking it is a finite number >= 0 (0 means greedy).
+
+    Like every check in the package, it uses one rule (specdec/validation.py): a wrong type
+    (a string, None, a bool) raises TypeError, a number out of range (negative, NaN, inf)
+    raises ValueError, and both messages name the argument and what is allowed.
+    """
+    return check_real(temperature, "temperature", 0, note="0 means greedy")
 
 
 def vocabulary_last(logits, axis: int) -> np.ndarray:

@@ -1,12 +1,14 @@
 """Loading the bundled models and the tokenizer by name (support code)."""
 
 import zipfile
+from os import PathLike
 from pathlib import Path
 
 import numpy as np
 
 from specdec.gpt import GPT, expected_shapes
 from specdec.ngram import NGramModel
+from specdec.protocol import LanguageModel
 from specdec.tokenizer import CharTokenizer
 
 WEIGHTS = Path(__file__).resolve().parent / "weights"
@@ -64,24 +66,54 @@ def gpt_from_arrays(arrays: dict[str, np.ndarray], path: Path, name: str) -> GPT
     return GPT(weights, n_head=n_head, name=name)
 
 
-def load_model(name: str = "target"):
+def check_ngram_arrays(arrays: dict[str, np.ndarray], order: int, path: Path) -> int:
+    """Check an n-gram file as strictly as a GPT file: every table present, well-formed and in range.
+
+    Returns the vocabulary size (the length of the unigram distribution). Without these checks a
+    corrupt file would load and then fail, or silently give wrong probabilities, deep inside score.
+    """
+    unigram = arrays.get("unigram")
+    if unigram is None or unigram.ndim != 1 or unigram.size < 2 or unigram.dtype.kind != "f":
+        raise ValueError(f"{path}: missing or misshaped array 'unigram' (a float vector of the vocabulary size)")
+    if not np.isfinite(unigram).all() or (unigram <= 0).any() or abs(float(unigram.sum()) - 1) > 1e-6:
+        raise ValueError(f"{path}: 'unigram' must hold positive finite probabilities that sum to 1")
+    vocab = unigram.size
+    for k in range(1, order):
+        names = [f"{table}{k}" for table in ("contexts", "offsets", "next", "counts")]
+        for key in names:
+            if key not in arrays:
+                raise ValueError(f"{path}: missing array '{key}'")
+            if arrays[key].ndim != 1 or arrays[key].dtype.kind not in "iu":
+                raise ValueError(f"{path}: array '{key}' must be a 1-D integer array")
+        contexts, offsets, next_tokens, counts = (arrays[key] for key in names)
+        if offsets.size != contexts.size + 1 or next_tokens.size != counts.size:
+            raise ValueError(f"{path}: tables of order {k + 1} disagree in size (contexts, offsets, next, counts)")
+        if offsets[0] != 0 or offsets[-1] != next_tokens.size or (np.diff(offsets) <= 0).any():
+            raise ValueError(f"{path}: 'offsets{k}' must rise strictly from 0 to the number of (context, next) pairs")
+        if contexts.size and (contexts[0] < 0 or contexts[-1] >= vocab**k or (np.diff(contexts) <= 0).any()):
+            raise ValueError(f"{path}: 'contexts{k}' must be sorted distinct context ids in [0, {vocab}**{k})")
+        if next_tokens.size and int(next_tokens.max()) >= vocab:
+            raise ValueError(f"{path}: 'next{k}' holds a token id >= vocab_size {vocab}")
+        if counts.size and int(counts.min()) < 1:
+            raise ValueError(f"{path}: 'counts{k}' must be >= 1")
+    return vocab
+
+
+def load_model(name: str = "target") -> LanguageModel:
     """A bundled model by name ("target" or "draft"), or a model from a path to an .npz file."""
+    if not isinstance(name, (str, PathLike)):
+        raise TypeError(f"name must be one of {sorted(BUNDLED)} or a path to an .npz file, got {name!r}")
     path = BUNDLED.get(name, Path(name))
     if name not in BUNDLED and path.suffix != ".npz":
-        raise ValueError(f"model name must be one of {sorted(BUNDLED)} or a path to an .npz file, got {name!r}")
+        raise ValueError(f"name must be one of {sorted(BUNDLED)} or a path to an .npz file, got {name!r}")
     arrays = read_npz(path)
     kind = str(scalar(arrays, "kind", path))
     if kind == "gpt":
         return gpt_from_arrays(arrays, path, name=Path(name).stem)
     if kind == "ngram":
         order = positive_int(arrays, "order", path)
-        needed = ["unigram"] + [
-            f"{table}{k}" for k in range(1, order) for table in ("contexts", "offsets", "next", "counts")
-        ]
-        missing = [key for key in needed if key not in arrays]
-        if missing:
-            raise ValueError(f"{path}: missing array '{missing[0]}'")
-        return NGramModel(order, arrays["unigram"].size, arrays, name=Path(name).stem)
+        vocab = check_ngram_arrays(arrays, order, path)
+        return NGramModel(order, vocab, arrays, name=Path(name).stem)
     raise ValueError(f"{path}: unknown model kind {kind!r}")
 
 

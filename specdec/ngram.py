@@ -3,6 +3,8 @@
 
 import numpy as np
 
+from specdec.protocol import check_new_tokens, check_rollback
+
 
 def context_ids(tokens: np.ndarray, k: int, vocab_size: int) -> np.ndarray:
     """For each position i >= k, the k tokens before it as one integer (base vocab_size), shape (n - k,)."""
@@ -38,8 +40,7 @@ class NGramModel:
             distinct = np.diff(offsets)  # (C,) T_c
             denominator = np.add.reduceat(counts, offsets[:-1]).astype(np.float64) + distinct  # (C,) N_c + T_c
             self.weights.append((distinct / denominator, counts / np.repeat(denominator, distinct)))
-        self.history: list[int] = []
-        self.memo: dict[tuple, np.ndarray] = {}
+        self.memo: dict[tuple, np.ndarray] = {}  # context -> distribution: a cache, never a change of results
 
     @classmethod
     def build(cls, tokens, order: int, vocab_size: int, name: str = "ngram") -> "NGramModel":
@@ -68,8 +69,9 @@ class NGramModel:
     def distribution(self, context: tuple) -> np.ndarray:
         """P(next | the last order-1 tokens of `context`), float64 (V,); memoised."""
         context = context[len(context) - (self.order - 1) :] if self.order > 1 else ()
-        if context in self.memo:
-            return self.memo[context]
+        cached = self.memo.get(context)  # one lookup: safe while another thread clears the memo
+        if cached is not None:
+            return cached
         probs = self.unigram.copy()  # (V,)
         key, scale = 0, 1
         for k in range(1, len(context) + 1):
@@ -89,29 +91,35 @@ class NGramModel:
         self.memo[context] = probs
         return probs
 
-    def reset(self) -> None:
-        self.history = []
+    def start(self) -> "NGramState":
+        """A fresh decoding state: no tokens seen."""
+        return NGramState()
 
-    def rollback(self, length: int) -> None:
-        if not 0 <= length <= len(self.history):
-            raise ValueError(f"rollback length must be in [0, {len(self.history)}] (tokens seen), got {length}")
-        del self.history[length:]
+    def score(self, tokens, state: "NGramState") -> np.ndarray:
+        """Feed new tokens to `state`; return log P(next | everything it has seen) after each, shape (n, V)."""
+        if not isinstance(state, NGramState):
+            raise TypeError(f"state must be an NGramState from this model's start(), got {type(state).__name__}")
+        tokens = check_new_tokens(tokens, self.vocab_size)  # (n,)
+        if state.length + tokens.size > self.max_context:
+            raise ValueError(f"context overflow: {state.length} + {tokens.size} > max_context {self.max_context}")
+        history = state.tokens
+        rows = []
+        for token in tokens.tolist():
+            history.append(token)
+            rows.append(self.distribution(tuple(history[-(self.order - 1) :]) if self.order > 1 else ()))
+        return np.log(np.array(rows))  # (n, V)
+
+
+class NGramState:
+    """What an n-gram remembers of one text: the tokens seen (only the last order - 1 matter)."""
+
+    def __init__(self):
+        self.tokens: list[int] = []
 
     @property
     def length(self) -> int:
-        return len(self.history)
+        return len(self.tokens)
 
-    def score(self, tokens) -> np.ndarray:
-        """Feed new tokens; return log P(next | everything so far) after each, shape (n, V)."""
-        tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)  # (n,)
-        if tokens.size == 0:
-            raise ValueError("score needs at least one token")
-        if tokens.min() < 0 or tokens.max() >= self.vocab_size:
-            raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {tokens.min()}..{tokens.max()}")
-        if len(self.history) + tokens.size > self.max_context:
-            raise ValueError(f"context overflow: {len(self.history)} + {tokens.size} > max_context {self.max_context}")
-        rows = []
-        for token in tokens.tolist():
-            self.history.append(token)
-            rows.append(self.distribution(tuple(self.history[-(self.order - 1) :]) if self.order > 1 else ()))
-        return np.log(np.array(rows))  # (n, V)
+    def rollback(self, length: int) -> None:
+        """Keep only the first `length` tokens seen."""
+        del self.tokens[check_rollback(length, len(self.tokens)) :]

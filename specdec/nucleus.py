@@ -1,22 +1,16 @@
 # Generated from notebooks/04_top_p.ipynb by tools/export.py: edit the notebook, not this file.
 """Top-p (nucleus) filtering: keep the most likely tokens until their mass reaches p."""
 
-import numbers
-
 import numpy as np
 
 from specdec.logits import check_logits, softmax
 from specdec.topk import check_count, kth_largest
+from specdec.validation import check_real
 
 
 def check_top_p(p, name: str = "p") -> float:
     """Return `p` as a float after checking 0 < p <= 1 (NaN refused; 1 disables the filter)."""
-    if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
-        raise TypeError(f"{name} must be a real number in (0, 1], got {p!r}")
-    value = float(p)
-    if not (0 < value <= 1):  # False for NaN too
-        raise ValueError(f"{name} must be in (0, 1] (1 disables the filter), got {p!r}")
-    return value
+    return check_real(p, name, 0, 1, low_open=True, note="1 disables the filter")
 
 
 def descending_exclusive_cumsum(sorted_desc: np.ndarray) -> np.ndarray:

@@ -1,7 +1,6 @@
 # Generated from notebooks/05_sampling_pipeline.ipynb by tools/export.py: edit the notebook, not this file.
 """The sampling pipeline: temperature -> top-k -> top-p -> min-p, validated, batched and fast."""
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,16 +9,12 @@ from specdec.drawing import check_rng, draw
 from specdec.logits import check_logits, check_temperature, one_hot_argmax
 from specdec.nucleus import check_top_p, descending_exclusive_cumsum
 from specdec.topk import check_count
+from specdec.validation import check_real
 
 
 def check_min_p(min_p) -> float:
     """Return `min_p` as a float after checking 0 <= min_p <= 1 (0 disables the filter)."""
-    if isinstance(min_p, (bool, np.bool_)) or not isinstance(min_p, numbers.Real):
-        raise TypeError(f"min_p must be a real number in [0, 1], got {min_p!r}")
-    value = float(min_p)
-    if not (0 <= value <= 1):  # False for NaN too
-        raise ValueError(f"min_p must be in [0, 1] (0 disables it), got {min_p!r}")
-    return value
+    return check_real(min_p, "min_p", 0, 1, note="0 disables it")
 
 
 def min_p_filter(logits, min_p: float) -> np.ndarray:
@@ -31,7 +26,8 @@ def min_p_filter(logits, min_p: float) -> np.ndarray:
     x = check_logits(logits)  # (..., V)
     min_p = check_min_p(min_p)
     out = x.astype(np.result_type(x.dtype, np.float32), copy=True)  # (..., V)
-    weights = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))  # (..., V), max is 1
+    with np.errstate(over="ignore"):  # as in softmax: an overflow here can only mean -inf, weight 0
+        weights = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))  # (..., V), max is 1
     out[weights < min_p] = -np.inf
     return out
 
@@ -105,8 +101,9 @@ def kept_count(top: np.ndarray, full_mass: np.ndarray | None, whole_row: bool, p
 
 def scaled_logits(x: np.ndarray, row_max: np.ndarray, temperature: float) -> np.ndarray:
     """(x - max x) / T in float64: the same numbers softmax(x, T) exponentiates."""
-    z = np.subtract(x, row_max, dtype=np.float64)  # (..., n) <= 0
-    z /= temperature
+    with np.errstate(over="ignore"):  # as in softmax: logits a float range apart overflow to -inf, probability 0
+        z = np.subtract(x, row_max, dtype=np.float64)  # (..., n) <= 0
+        z /= temperature
     return z
 
 

@@ -1,15 +1,16 @@
 # Generated from notebooks/08_greedy_speculative_decoding.ipynb by tools/export.py: edit the notebook, not this file.
 """Speculative decoding: draft gamma tokens cheaply, verify them with one target call, keep the target's law."""
 
-import operator
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from specdec.drawing import check_rng, draw
-from specdec.generation import check_max_new_tokens, check_prompt, check_room
+from specdec.drawing import draw
+from specdec.generation import check_max_new_tokens, check_model, check_prompt, check_room, check_sampling_rng
 from specdec.pipeline import SamplingParams, check_params, sampling_probs
+from specdec.protocol import DecodingState, LanguageModel
+from specdec.validation import check_integer, check_optional_token
 from specdec.verify import verify_drawn
 
 
@@ -50,22 +51,80 @@ class SpeculativeResult:
     def tokens_per_second(self) -> float:
         return self.tokens.size / self.seconds if self.seconds > 0 else float("inf")
 
+    def record_round(self, drafted: int, accepted: int) -> None:
+        """Count one round: one target call, and `drafted` draft calls of which `accepted` were kept."""
+        self.target_calls += 1
+        if drafted > 0:
+            self.draft_calls += drafted  # the catch-up call (which yields the first draft) + one per later draft
+            self.drafted += drafted
+            self.accepted += accepted
+            self.accepted_per_round.append(accepted)
+            self.drafted_per_round.append(drafted)
+
 
 def check_gamma(gamma) -> int:
-    if isinstance(gamma, (bool, np.bool_)):
-        raise TypeError(f"gamma must be an integer >= 1, got {gamma!r}")
-    try:
-        gamma = operator.index(gamma)
-    except TypeError:
-        raise TypeError(f"gamma must be an integer >= 1, got {gamma!r}") from None
-    if gamma < 1:
-        raise ValueError(f"gamma must be an integer >= 1, got {gamma}")
-    return gamma
+    return check_integer(gamma, "gamma", minimum=1)
+
+
+def propose(
+    draft: LanguageModel,
+    state: DecodingState,
+    sequence: list[int],
+    gamma: int,
+    params: SamplingParams,
+    rng: np.random.Generator | None,
+) -> tuple[list[int], np.ndarray | None]:
+    """The draft's turn: catch up on the unread end of `sequence`, then propose gamma tokens.
+
+    Returns the drafts and, when sampling, the rows q (gamma, V) they were drawn from:
+    sampling_probs(draft logits, params), the filtered distribution. Greedy drafts are the
+    draft's argmax (q is then not needed, None). The last draft is never read by the draft.
+    """
+    logits = draft.score(sequence[state.length :], state)[-1]  # (V,)
+    drafts, q_rows = [], []
+    for i in range(gamma):
+        if params.greedy:
+            token = int(np.argmax(logits))
+        else:
+            q = sampling_probs(logits, params)  # (V,) the distribution this draft token comes from
+            token = int(draw(q, rng))
+            q_rows.append(q)
+        drafts.append(token)
+        if i < gamma - 1:  # nobody needs the token after the last draft
+            logits = draft.score([token], state)[0]  # (V,)
+    return drafts, (np.array(q_rows) if q_rows else None)
+
+
+def verify(
+    target: LanguageModel,
+    state: DecodingState,
+    sequence: list[int],
+    drafts: list[int],
+    q: np.ndarray | None,
+    params: SamplingParams,
+    rng: np.random.Generator | None,
+) -> tuple[list[int], int]:
+    """The target's turn: score the unread end of `sequence` and all drafts in ONE call, then accept.
+
+    Returns (emitted tokens, n accepted): the accepted drafts and one token of the target's, the
+    correction at the first rejection or the bonus token after a full accept.
+    """
+    g = len(drafts)
+    logits = target.score(sequence[state.length :] + drafts, state)[-(g + 1) :]  # (g + 1, V) one call
+    if params.greedy:
+        best = np.argmax(logits, axis=-1)  # (g + 1,) the target's choices
+        n = next((i for i in range(g) if drafts[i] != best[i]), g)
+        return drafts[:n] + [int(best[n])], n
+    p = sampling_probs(logits, params)  # (g + 1, V)
+    if g == 0:  # an ordinary decoding step
+        return [int(draw(p[0], rng))], 0
+    emitted, n = verify_drawn(np.array(drafts), q, p, rng)
+    return emitted.tolist(), n
 
 
 def speculative_generate(
-    target,
-    draft,
+    target: LanguageModel,
+    draft: LanguageModel,
     prompt_tokens,
     max_new_tokens: int,
     params: SamplingParams = SamplingParams(),
@@ -75,14 +134,14 @@ def speculative_generate(
 ) -> SpeculativeResult:
     """Generate like `generate(target, ...)` does, in law (and token for token when greedy), faster.
 
-    Each round: the draft proposes gamma tokens, each drawn from sampling_probs(draft logits,
-    params); the target scores the token it has not seen yet plus all drafts in ONE call,
-    giving gamma + 1 distributions p; verify_drawn (speculative_verify without its checks) keeps
-    an accepted prefix and one more token; both models roll back to what was kept. With an
+    Each round: `propose` draws gamma drafts from the draft's filtered distribution q;
+    `verify` has the target score the token it has not read plus all drafts in ONE call and
+    keeps an accepted prefix and one more token; both decoding states roll back to what was
+    kept. The models are never changed (target and draft may be the same object). With an
     end token, the statistics still count drafts accepted after it in its round (the tokens
-    do not). Temperature 0 accepts a draft token
-    iff it is the target's argmax and needs no rng.
+    do not). Temperature 0 accepts a draft token iff it is the target's argmax and needs no rng.
     """
+    target, draft = check_model(target, "target"), check_model(draft, "draft")
     if target.vocab_size != draft.vocab_size:
         raise ValueError(
             f"target and draft must share a vocabulary: vocab_size {target.vocab_size} vs {draft.vocab_size}"
@@ -91,57 +150,22 @@ def speculative_generate(
     max_new_tokens = check_max_new_tokens(max_new_tokens)
     params = check_params(params)
     gamma = check_gamma(gamma)
-    if rng is None and not params.greedy:
-        raise TypeError("rng must be a np.random.Generator when temperature > 0, got None")
-    if rng is not None:
-        check_rng(rng)
+    rng = check_sampling_rng(rng, params)
+    end_token = check_optional_token(end_token, "end_token", target.vocab_size)
     check_room(target, prompt.size, max_new_tokens)
     check_room(draft, prompt.size, max_new_tokens)
     start = time.perf_counter()
     sequence = prompt.tolist()  # prompt + everything emitted so far
-    target.reset()
-    draft.reset()
+    target_state, draft_state = target.start(), draft.start()  # this generation's memory, one per role
     stats = SpeculativeResult(np.zeros(0, dtype=np.int64), 0, 0, 0, 0, 0.0)
     while len(sequence) - prompt.size < max_new_tokens:
-        remaining = max_new_tokens - (len(sequence) - prompt.size)
-        g = min(gamma, remaining - 1)  # never draft past max_new_tokens
-        drafts, q_rows = [], []
-        if g > 0:  # the draft catches up on what it has not seen, then proposes g tokens
-            logits = draft.score(sequence[draft.length :])[-1]  # (V,)
-            stats.draft_calls += 1
-            for i in range(g):
-                if params.greedy:
-                    token = int(np.argmax(logits))
-                else:
-                    q = sampling_probs(logits, params)  # (V,) the distribution the draft token comes from
-                    token = int(draw(q, rng))
-                    q_rows.append(q)
-                drafts.append(token)
-                if i < g - 1:
-                    logits = draft.score([token])[0]
-                    stats.draft_calls += 1
-        base = target.length
-        target_logits = target.score(sequence[base:] + drafts)[-(g + 1) :]  # (g + 1, V) one call
-        stats.target_calls += 1
-        if params.greedy:
-            best = np.argmax(target_logits, axis=-1)  # (g + 1,) the target's choices
-            n = next((i for i in range(g) if drafts[i] != best[i]), g)
-            emitted = drafts[:n] + [int(best[n])]
-        else:
-            p = sampling_probs(target_logits, params)  # (g + 1, V)
-            if g == 0:
-                emitted, n = [int(draw(p[0], rng))], 0
-            else:
-                emitted, n = verify_drawn(np.array(drafts), np.array(q_rows), p, rng)
-                emitted = emitted.tolist()
-        if g > 0:
-            stats.drafted += g
-            stats.accepted += n
-            stats.accepted_per_round.append(n)
-            stats.drafted_per_round.append(g)
-        kept = len(sequence) + n  # tokens both models may keep: the sequence and the accepted drafts
-        target.rollback(kept)
-        draft.rollback(min(draft.length, kept))
+        g = min(gamma, max_new_tokens - (len(sequence) - prompt.size) - 1)  # never draft past the end
+        drafts, q = propose(draft, draft_state, sequence, g, params, rng) if g > 0 else ([], None)
+        emitted, n = verify(target, target_state, sequence, drafts, q, params, rng)
+        stats.record_round(g, n)
+        kept = len(sequence) + n  # tokens both states may keep: the sequence and the accepted drafts
+        target_state.rollback(kept)
+        draft_state.rollback(min(draft_state.length, kept))  # the draft never read its last draft
         sequence += emitted
         if end_token is not None and end_token in emitted:
             del sequence[sequence.index(end_token, len(sequence) - len(emitted)) + 1 :]

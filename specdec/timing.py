@@ -10,7 +10,6 @@ these predictions with measured speedups.
 """
 
 import math
-import numbers
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from specdec.topk import check_count
+from specdec.validation import check_integer, check_real
 
 
 def time_calls(
@@ -76,44 +76,37 @@ def time_scoring(
 ) -> dict[int, float]:
     """Median seconds of one `model.score` call of n new tokens after `context` tokens, for each n.
 
-    Each of `repeats` rounds (plus one untimed warm-up round) feeds the model a fresh context
-    of `context` random token ids, then times one call for every n, in a shuffled order so that
-    a slow moment of the machine hits all the n alike; after each call the model rolls back,
-    so every call starts from the same cache length. Token ids are uniform draws from `rng`
-    (default: a generator seeded with 0): a transformer's cost does not depend on which tokens
-    it reads. At the end the model is rolled back to what it had seen before the call.
-    Returns {n: median seconds}, in the order of `n_values`.
+    Each of `repeats` rounds (plus one untimed warm-up round) feeds a fresh decoding state a
+    context of `context` random token ids, then times one call for every n, in a shuffled order
+    so that a slow moment of the machine hits all the n alike; after each call the state rolls
+    back, so every call starts from the same cache length. Token ids are uniform draws from
+    `rng` (default: a generator seeded with 0): a transformer's cost does not depend on which
+    tokens it reads. Returns {n: median seconds}, in the order of `n_values`.
     """
     n_values = [check_count(n, "each n") for n in n_values]
     if not n_values or len(set(n_values)) != len(n_values):
         raise ValueError(f"n_values must be distinct integers >= 1, got {n_values}")
     repeats = check_count(repeats, "repeats")
-    if isinstance(context, bool) or not isinstance(context, numbers.Integral) or context < 0:
-        raise ValueError(f"context must be an integer >= 0, got {context!r}")
-    seen = model.length
-    if seen + context + max(n_values) > model.max_context:
+    context = check_integer(context, "context", minimum=0)
+    if context + max(n_values) > model.max_context:
         raise ValueError(
-            f"{seen} tokens seen + context {context} + n up to {max(n_values)} "
-            f"is more than {model.name}'s max_context {model.max_context}"
+            f"context {context} + n up to {max(n_values)} is more than {model.name}'s max_context {model.max_context}"
         )
     rng = np.random.default_rng(0) if rng is None else rng
     timings: dict[int, list[float]] = {n: [] for n in n_values}
-    try:
-        for round_ in range(repeats + 1):  # round 0 is the warm-up
-            model.rollback(seen)
-            if context:
-                model.score(rng.integers(0, model.vocab_size, context))
-            base = model.length
-            for n in rng.permutation(n_values).tolist():
-                tokens = rng.integers(0, model.vocab_size, n)  # (n,)
-                start = time.perf_counter()
-                model.score(tokens)
-                seconds = time.perf_counter() - start
-                model.rollback(base)
-                if round_ > 0:
-                    timings[n].append(seconds)
-    finally:
-        model.rollback(seen)
+    for round_ in range(repeats + 1):  # round 0 is the warm-up
+        state = model.start()
+        if context:
+            model.score(rng.integers(0, model.vocab_size, context), state)
+        base = state.length
+        for n in rng.permutation(n_values).tolist():
+            tokens = rng.integers(0, model.vocab_size, n)  # (n,)
+            start = time.perf_counter()
+            model.score(tokens, state)
+            seconds = time.perf_counter() - start
+            state.rollback(base)
+            if round_ > 0:
+                timings[n].append(seconds)
     return {n: float(np.median(timings[n])) for n in n_values}
 
 
@@ -128,11 +121,7 @@ def cost_ratios(times: Mapping[int, float]) -> dict[int, float]:
 
 def check_alpha(alpha) -> float:
     """Return the acceptance rate `alpha` as a float after checking it is a number in [0, 1]."""
-    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real):
-        raise TypeError(f"alpha must be a number in [0, 1], got {alpha!r}")
-    if not 0 <= alpha <= 1:  # NaN fails this too
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-    return float(alpha)
+    return check_real(alpha, "alpha", 0, 1)
 
 
 def expected_tokens(alpha: float, gamma: int) -> float:
@@ -157,10 +146,7 @@ def predicted_speedup(alpha: float, gamma: int, c: float, f: Mapping[int, float]
     {n: f(n)} (from `cost_ratios`) or a function of n.
     """
     alpha, gamma = check_alpha(alpha), check_count(gamma, "gamma")
-    if isinstance(c, (bool, np.bool_)) or not isinstance(c, numbers.Real):
-        raise TypeError(f"c (draft cost / target cost) must be a number >= 0, got {c!r}")
-    if not 0 <= c < math.inf:
-        raise ValueError(f"c (draft cost / target cost) must be finite and >= 0, got {c}")
+    c = check_real(c, "c (draft cost / target cost)", 0)
     if callable(f):
         verify = f(gamma + 1)
     elif gamma + 1 in f:

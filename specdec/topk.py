@@ -1,24 +1,15 @@
 # Generated from notebooks/03_top_k.ipynb by tools/export.py: edit the notebook, not this file.
 """Top-k filtering: keep the k largest logits (and every logit tied with the k-th)."""
 
-import operator
-
 import numpy as np
 
 from specdec.logits import check_logits
+from specdec.validation import check_integer
 
 
 def check_count(value, name: str) -> int:
     """Return `value` as an int after checking it is an integer >= 1 (numpy ints welcome; bools, floats not)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer >= 1, got {value!r}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer >= 1, got {value!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value}")
-    return value
+    return check_integer(value, name, minimum=1)
 
 
 def kth_largest(x: np.ndarray, k: int) -> np.ndarray:

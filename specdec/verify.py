@@ -36,8 +36,12 @@ def speculative_verify(draft_tokens, draft_probs, target_probs, rng: np.random.G
     q = check_probs(draft_probs, "draft_probs")
     p = check_probs(target_probs, "target_probs")
     tokens = np.asarray(draft_tokens)
-    if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
-        raise ValueError(f"draft_tokens must be a 1-D array of token ids, got shape {tokens.shape} ({tokens.dtype})")
+    if tokens.ndim != 1:
+        raise ValueError(f"draft_tokens must be a 1-D array of token ids, got shape {tokens.shape}")
+    if tokens.size == 0:
+        tokens = tokens.astype(np.int64)  # no drafts (gamma = 0): np.asarray([]) is float64, but nothing is wrong
+    if tokens.dtype.kind not in "iu":
+        raise TypeError(f"draft_tokens must hold integer token ids, got dtype {tokens.dtype}")
     gamma = tokens.size
     if q.shape[0] != gamma or q.ndim != 2:
         raise ValueError(f"draft_probs must have one row per draft token: shape ({gamma}, V), got {q.shape}")

@@ -41,8 +41,7 @@ def bits_per_token(model, windows: np.ndarray) -> float:
     """Mean -log2 p(next token): each window scored from an empty cache, reading row[:-1], predicting row[1:]."""
     total = 0.0
     for row in windows:
-        model.reset()
-        log_probs = log_softmax(model.score(row[:-1]))  # (T, V) natural log
+        log_probs = log_softmax(model.score(row[:-1], model.start()))  # (T, V) natural log
         total -= log_probs[np.arange(row.size - 1), row[1:]].sum()
     return total / (windows.shape[0] * (windows.shape[1] - 1)) / np.log(2)
 

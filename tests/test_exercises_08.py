@@ -122,26 +122,33 @@ def test_lengths_message_names_the_full_accept_case(capsys):
     assert "every draft accepted" in capsys.readouterr().out
 
 
+class LoggedState:
+    """A decoding state that records its length after every rollback, into its model's `kept`."""
+
+    def __init__(self, state, kept: list):
+        self.state, self.kept = state, kept
+
+    @property
+    def length(self):
+        return self.state.length
+
+    def rollback(self, length):
+        self.state.rollback(length)
+        self.kept.append(self.state.length)
+
+
 class Logged:
-    """A model that records its length after every rollback (speculative_generate rolls back once per round)."""
+    """A model whose states log their length after each rollback (speculative_generate rolls back once per round)."""
 
     def __init__(self, model):
         self.model, self.name, self.kept = model, model.name, []
         self.vocab_size, self.max_context = model.vocab_size, model.max_context
 
-    @property
-    def length(self):
-        return self.model.length
+    def start(self):
+        return LoggedState(self.model.start(), self.kept)
 
-    def reset(self):
-        self.model.reset()
-
-    def score(self, tokens):
-        return self.model.score(tokens)
-
-    def rollback(self, length):
-        self.model.rollback(length)
-        self.kept.append(self.model.length)
+    def score(self, tokens, state):
+        return self.model.score(tokens, state.state)
 
 
 @pytest.mark.parametrize("gamma", [1, 3, 4, 8])
@@ -165,22 +172,21 @@ def draft_rolled_back_like_the_target(target, draft, prompt_tokens, max_new_toke
     """Rolls the draft back to the target's length: after a fully accepted round it has read one token less."""
     sequence = [int(t) for t in prompt_tokens]
     end = len(sequence) + max_new_tokens
-    target.reset()
-    draft.reset()
+    target_state, draft_state = target.start(), draft.start()
     while len(sequence) < end:
         g = min(gamma, end - len(sequence) - 1)
         drafts = []
         if g > 0:
-            logits = draft.score(sequence[draft.length :])[-1]
+            logits = draft.score(sequence[draft_state.length :], draft_state)[-1]
             for i in range(g):
                 drafts.append(int(np.argmax(logits)))
                 if i < g - 1:
-                    logits = draft.score(drafts[-1:])[0]
-        logits = target.score(sequence[target.length :] + drafts)[-(g + 1) :]
+                    logits = draft.score(drafts[-1:], draft_state)[0]
+        logits = target.score(sequence[target_state.length :] + drafts, target_state)[-(g + 1) :]
         best = np.argmax(logits, axis=-1)
         n = next((i for i in range(g) if drafts[i] != best[i]), g)
-        target.rollback(len(sequence) + n)
-        draft.rollback(len(sequence) + n)  # raises after a fully accepted round
+        target_state.rollback(len(sequence) + n)
+        draft_state.rollback(len(sequence) + n)  # raises after a fully accepted round
         sequence += drafts[:n] + [int(best[n])]
     return sequence[end - max_new_tokens :]
 
@@ -193,14 +199,13 @@ def no_caches(target, draft, prompt_tokens, max_new_tokens, gamma):
         g = min(gamma, end - len(sequence) - 1)
         drafts = []
         if g > 0:
-            draft.reset()
-            logits = draft.score(sequence)[-1]
+            draft_state = draft.start()
+            logits = draft.score(sequence, draft_state)[-1]
             for i in range(g):
                 drafts.append(int(np.argmax(logits)))
                 if i < g - 1:
-                    logits = draft.score(drafts[-1:])[0]
-        target.reset()
-        best = np.argmax(target.score(sequence + drafts)[-(g + 1) :], axis=-1)
+                    logits = draft.score(drafts[-1:], draft_state)[0]
+        best = np.argmax(target.score(sequence + drafts, target.start())[-(g + 1) :], axis=-1)
         n = next((i for i in range(g) if drafts[i] != best[i]), g)
         sequence += drafts[:n] + [int(best[n])]
     return sequence[end - max_new_tokens :]
@@ -210,19 +215,18 @@ def overshoots(target, draft, prompt_tokens, max_new_tokens, gamma):
     """Always drafts gamma tokens, so the last round can emit more than max_new_tokens."""
     sequence = [int(t) for t in prompt_tokens]
     end = len(sequence) + max_new_tokens
-    target.reset()
-    draft.reset()
+    target_state, draft_state = target.start(), draft.start()
     while len(sequence) < end:
-        logits = draft.score(sequence[draft.length :])[-1]
+        logits = draft.score(sequence[draft_state.length :], draft_state)[-1]
         drafts = []
         for i in range(gamma):
             drafts.append(int(np.argmax(logits)))
             if i < gamma - 1:
-                logits = draft.score(drafts[-1:])[0]
-        best = np.argmax(target.score(sequence[target.length :] + drafts)[-(gamma + 1) :], axis=-1)
+                logits = draft.score(drafts[-1:], draft_state)[0]
+        best = np.argmax(target.score(sequence[target_state.length :] + drafts, target_state)[-(gamma + 1) :], axis=-1)
         n = next((i for i in range(gamma) if drafts[i] != best[i]), gamma)
-        target.rollback(len(sequence) + n)
-        draft.rollback(min(draft.length, len(sequence) + n))
+        target_state.rollback(len(sequence) + n)
+        draft_state.rollback(min(draft_state.length, len(sequence) + n))
         sequence += drafts[:n] + [int(best[n])]
     return sequence[end - max_new_tokens :]
 
@@ -231,21 +235,20 @@ def emits_only_accepted_drafts_as_text(target, draft, prompt_tokens, max_new_tok
     """Keeps the rejected draft in the text instead of the target's correction (the rollbacks are right)."""
     sequence = [int(t) for t in prompt_tokens]
     end = len(sequence) + max_new_tokens
-    target.reset()
-    draft.reset()
+    target_state, draft_state = target.start(), draft.start()
     while len(sequence) < end:
         g = min(gamma, end - len(sequence) - 1)
         drafts = []
         if g > 0:
-            logits = draft.score(sequence[draft.length :])[-1]
+            logits = draft.score(sequence[draft_state.length :], draft_state)[-1]
             for i in range(g):
                 drafts.append(int(np.argmax(logits)))
                 if i < g - 1:
-                    logits = draft.score(drafts[-1:])[0]
-        best = np.argmax(target.score(sequence[target.length :] + drafts)[-(g + 1) :], axis=-1)
+                    logits = draft.score(drafts[-1:], draft_state)[0]
+        best = np.argmax(target.score(sequence[target_state.length :] + drafts, target_state)[-(g + 1) :], axis=-1)
         n = next((i for i in range(g) if drafts[i] != best[i]), g)
-        target.rollback(len(sequence) + n)
-        draft.rollback(min(draft.length, len(sequence) + n))
+        target_state.rollback(len(sequence) + n)
+        draft_state.rollback(min(draft_state.length, len(sequence) + n))
         sequence += drafts[: n + 1] if n < g else drafts + [int(best[g])]
     return sequence[end - max_new_tokens :]
 

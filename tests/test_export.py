@@ -73,3 +73,36 @@ def test_export_without_a_module_name_is_an_error(exporter, monkeypatch, tmp_pat
     write_notebook(tmp_path / "notebooks" / "02_bad.ipynb", "x = 1", "#| export\ny = 2")
     with pytest.raises(SystemExit, match="before any '#| default_exp"):
         run(exporter, monkeypatch)
+
+
+@pytest.mark.parametrize("spelling", ["#| export", "#|export", "# | export", "# |export", "#|  export  ", " #| export"])
+def test_every_spelling_of_the_export_directive_nbdev_accepts_is_exported(exporter, monkeypatch, tmp_path, spelling):
+    write_notebook(tmp_path / "notebooks" / "01_demo.ipynb", "#|default_exp demo", f"{spelling}\nVALUE = 3")
+    assert run(exporter, monkeypatch) == 0
+    assert (tmp_path / "specdec" / "demo.py").read_text().endswith("VALUE = 3\n")
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        ("#| exprot\nVALUE = 3", "unknown directive '#| exprot'"),
+        ("#| export demo extra\nVALUE = 3", "takes at most one module name"),
+        ("# a comment first\n#| export\nVALUE = 3", "must be the first line"),
+        ("#| export\n#| export other\nVALUE = 3", "and the only one"),
+    ],
+)
+def test_unknown_or_misplaced_directives_are_refused_loudly(exporter, monkeypatch, tmp_path, cell, message):
+    write_notebook(tmp_path / "notebooks" / "01_demo.ipynb", "#| default_exp demo", cell)
+    with pytest.raises(SystemExit, match=message):
+        run(exporter, monkeypatch)
+
+
+def test_a_directive_mentioned_in_prose_or_a_later_comment_is_not_one(exporter, monkeypatch, tmp_path):
+    write_notebook(
+        tmp_path / "notebooks" / "01_demo.ipynb",
+        "#| default_exp demo\n# cells that start with `#| export` go to specdec/demo.py",
+        "x = 1  # not exported\n#| export",
+        "#| export\nVALUE = 4",
+    )
+    assert run(exporter, monkeypatch) == 0
+    assert (tmp_path / "specdec" / "demo.py").read_text().endswith("VALUE = 4\n")

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from specdec import SamplingParams, generate, speculative_generate
+from specdec import LanguageModel, SamplingParams, generate, speculative_generate
 from specdec.gpt import GPT, expected_shapes
 from specdec.harness import (
     Prediction,
@@ -219,27 +219,34 @@ def test_gap_factors_multiply_to_measured_over_predicted():
 # --- quality on a table model ------------------------------------------------------------
 
 
+class TableState:
+    """What a TableModel has read of one text."""
+
+    def __init__(self):
+        self.history = []
+
+    @property
+    def length(self):
+        return len(self.history)
+
+    def rollback(self, length):
+        del self.history[length:]
+
+
 class TableModel:
     """P(next | previous token) from a fixed table: a model whose every probability is known."""
 
     def __init__(self, probs):
         self.logits = np.log(np.asarray(probs, dtype=np.float64))  # (V, V)
         self.vocab_size = self.logits.shape[0]
-        self.max_context, self.name, self.history = 100, "table", []
+        self.max_context, self.name = 100, "table"
 
-    @property
-    def length(self):
-        return len(self.history)
+    def start(self):
+        return TableState()
 
-    def reset(self):
-        self.history = []
-
-    def rollback(self, length):
-        del self.history[length:]
-
-    def score(self, tokens):
+    def score(self, tokens, state):
         tokens = [int(t) for t in np.asarray(tokens).reshape(-1)]
-        self.history += tokens
+        state.history += tokens
         return self.logits[tokens]  # (n, V)
 
 
@@ -378,10 +385,13 @@ def test_heldout_prompts_start_at_line_starts_and_avoid_file_ends():
 def test_timed_model_passes_through_and_records(tiny_pair):
     target, _ = tiny_pair
     timed = TimedModel(target)
-    timed.reset()
-    timed.score([1, 2, 3])
-    timed.score([4])
-    assert timed.length == 4 and timed.vocab_size == 11
+    state = timed.start()
+    first = timed.score([1, 2, 3], state)
+    second = timed.score([4], state)
+    assert state.length == 4 and timed.vocab_size == 11
+    expected = target.score([1, 2, 3, 4], target.start())  # (4, V) the wrapped model's own logits
+    np.testing.assert_allclose(np.concatenate([first, second]), expected, atol=1e-5)
+    assert isinstance(timed, LanguageModel)
     assert [n for n, _ in timed.calls] == [3, 1]
     assert all(seconds > 0 for _, seconds in timed.calls)
 

@@ -41,35 +41,66 @@ def ngram() -> NGramModel:
 
 
 def test_ngram_rows_are_distributions_with_full_support(ngram):
-    logits = ngram.score(tokenizer.encode("def add("))  # (8, V)
+    logits = ngram.score(tokenizer.encode("def add("), ngram.start())  # (8, V)
     probs = np.exp(logits)
     np.testing.assert_allclose(probs.sum(axis=-1), 1.0, rtol=1e-12)
     assert (probs > 0).all()
 
 
 def test_ngram_learns_what_always_follows(ngram):
-    logits = ngram.score(tokenizer.encode("    retur"))
+    logits = ngram.score(tokenizer.encode("    retur"), ngram.start())
     assert tokenizer.decode([int(np.argmax(logits[-1]))]) == "n"
     assert np.exp(logits[-1]).max() > 0.9
 
 
 def test_ngram_scoring_is_the_same_at_once_or_one_by_one_and_after_rollback(ngram):
     tokens = tokenizer.encode("def sub(a, b):")
-    together = ngram.score(tokens)
-    ngram.reset()
-    single = np.concatenate([ngram.score([t]) for t in tokens])
+    together = ngram.score(tokens, ngram.start())
+    state = ngram.start()
+    single = np.concatenate([ngram.score([t], state) for t in tokens])
     np.testing.assert_array_equal(together, single)
-    ngram.rollback(5)
-    np.testing.assert_array_equal(ngram.score(tokens[5:]), together[5:])
-    with pytest.raises(ValueError, match="rollback length must be in"):
-        ngram.rollback(99)
+    assert state.length == len(tokens)
+    state.rollback(5)
+    assert state.length == 5
+    np.testing.assert_array_equal(ngram.score(tokens[5:], state), together[5:])
+    with pytest.raises(ValueError, match=r"rollback length \(tokens seen: 14\) must be an integer in \[0, 14\], got 9"):
+        state.rollback(99)
+    with pytest.raises(TypeError, match="rollback length"):
+        state.rollback(2.0)
+    assert state.length == 14  # a refused rollback forgets nothing
+
+
+def test_ngram_states_are_independent_and_checked(ngram):
+    tokens = tokenizer.encode("def sub(a, b):")
+    expected = ngram.score(tokens, ngram.start())
+    first, second = ngram.start(), ngram.start()
+    ngram.score(tokenizer.encode("xyz"), first)  # another text read by the same model meanwhile
+    np.testing.assert_array_equal(ngram.score(tokens, second), expected)
+    assert (first.length, second.length) == (3, len(tokens))
+    with pytest.raises(TypeError, match="state must be an NGramState"):
+        ngram.score(tokens, None)
+    with pytest.raises(TypeError, match="state must be an NGramState"):
+        ngram.score(tokens, small_gpt().start())
+    with pytest.raises(ValueError, match="score needs at least one token"):
+        ngram.score([], ngram.start())
+    with pytest.raises(ValueError, match=r"token ids must be in \[0, 98\), got 0..98"):
+        ngram.score([0, 98], ngram.start())
+    with pytest.raises(TypeError, match="tokens must be integer token ids, got dtype float64"):
+        ngram.score([1.0, 2.0], ngram.start())
+
+
+def test_both_models_follow_the_protocols(ngram):
+    for model in (ngram, small_gpt()):
+        assert isinstance(model, specdec.LanguageModel)
+        assert isinstance(model.start(), specdec.DecodingState)
+        assert model.start().length == 0
 
 
 def test_ngram_round_trips_through_its_arrays(ngram, tmp_path):
     np.savez(tmp_path / "draft.npz", **ngram.arrays())
     loaded = load_model(str(tmp_path / "draft.npz"))
     tokens = tokenizer.encode("def add(a, b")
-    np.testing.assert_array_equal(loaded.score(tokens), ngram.score(tokens))
+    np.testing.assert_array_equal(loaded.score(tokens, loaded.start()), ngram.score(tokens, ngram.start()))
 
 
 def small_gpt() -> GPT:
@@ -94,8 +125,7 @@ def test_generate_greedy_follows_the_argmax_of_a_full_recompute():
     tokens = generate(model, prompt, 10, specdec.SamplingParams(0)).tokens
     sequence = list(prompt)
     for token in tokens:
-        model.reset()
-        assert token == int(np.argmax(model.score(sequence)[-1]))
+        assert token == int(np.argmax(model.score(sequence, model.start())[-1]))
         sequence.append(int(token))
 
 
@@ -120,7 +150,7 @@ def test_generate_zero_tokens_makes_no_call():
         ([1, 98], 5, ValueError, r"prompt_tokens must be token ids in \[0, 98\)"),
         ([-1], 5, ValueError, r"prompt_tokens must be token ids in \[0, 98\)"),
         ([1.5], 5, TypeError, "prompt_tokens must hold integer token ids"),
-        ([1], -1, ValueError, "max_new_tokens must be >= 0"),
+        ([1], -1, ValueError, "max_new_tokens must be an integer >= 0, got -1"),
         ([1], 2.0, TypeError, "max_new_tokens must be an integer"),
         ([1] * 30, 5, ValueError, "more than tiny's max_context 32"),
     ],

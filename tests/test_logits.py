@@ -130,3 +130,12 @@ def test_bad_temperature_types(temperature):
 def test_numpy_scalar_temperatures_are_fine():
     np.testing.assert_allclose(specdec.softmax([1.0, 2.0], np.float32(0.5)), specdec.softmax([1.0, 2.0], 0.5))
     np.testing.assert_array_equal(specdec.softmax([1.0, 2.0], np.int64(0)), [0, 1])
+
+
+@pytest.mark.parametrize("temperature", [1e-300, 1e-308, 5e-324])
+def test_the_max_is_subtracted_before_dividing_by_a_tiny_temperature(temperature):
+    """(x - max x) / T, never x / T - max(x / T): 3 / 1e-308 overflows to inf, and inf - inf is NaN."""
+    probs = specdec.softmax(np.array([1.0, 2.0, 3.0]), temperature=temperature)
+    np.testing.assert_array_equal(probs, [0.0, 0.0, 1.0])
+    probs = specdec.sampling_probs(np.array([[1.0, 2.0], [3.0, -3.0]]), specdec.SamplingParams(temperature))
+    np.testing.assert_array_equal(probs, [[0.0, 1.0], [1.0, 0.0]])

@@ -31,7 +31,7 @@ def test_a_good_file_loads(tmp_path):
     model = load_model(str(write(tmp_path, good_arrays())))
     assert isinstance(model, GPT)
     assert (model.vocab_size, model.max_context, model.n_layer, model.n_head) == (V, T, LAYERS, HEADS)
-    assert model.score([2, 3, 4]).shape == (3, V)
+    assert model.score([2, 3, 4], model.start()).shape == (3, V)
 
 
 def test_missing_file(tmp_path):
@@ -40,7 +40,7 @@ def test_missing_file(tmp_path):
 
 
 def test_not_a_model_name():
-    with pytest.raises(ValueError, match="model name"):
+    with pytest.raises(ValueError, match=r"name must be one of \['draft', 'target'\] or a path to an .npz file"):
         load_model("tagret")
 
 

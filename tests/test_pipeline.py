@@ -228,3 +228,21 @@ def test_bad_logits_are_refused_by_the_pipeline(logits, message, rng):
         specdec.sampling_probs(np.array(logits), SamplingParams())
     with pytest.raises(ValueError, match=message):
         specdec.sample_token(np.array(logits), SamplingParams(), rng)
+
+
+def test_survivors_that_continue_past_the_candidates_are_all_kept():
+    """V > 1024 takes the candidates path: four 5.0s and 2,000 zeros tied with the 5th largest logit.
+
+    top_k=5 keeps every token tied with the 5th (all 2,004), and top-p 0.5 keeps them all too: the
+    mass strictly above a zero is 4 e^5 / (4 e^5 + 2000) = 0.23 < 0.5. The first candidate set (64
+    tokens) ends inside the tie, so sampling_probs must widen it until the tie ends.
+    """
+    logits = np.zeros(2004)
+    logits[[7, 500, 1500, 2003]] = 5.0
+    for params in (SamplingParams(1.0, top_k=5, top_p=0.5), SamplingParams(1.0, top_k=5)):
+        probs = specdec.sampling_probs(logits, params)
+        assert (probs > 0).sum() == 2004
+        np.testing.assert_allclose(probs, specdec.softmax(logits), rtol=1e-12)
+    rows = np.stack([logits, np.roll(logits, 3), -logits])  # a batch: only some rows need the wider pass
+    probs = specdec.sampling_probs(rows, SamplingParams(1.0, top_k=5, top_p=0.5))
+    assert ((probs > 0).sum(axis=-1) == [2004, 2004, 2000]).all()

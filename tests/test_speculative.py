@@ -40,37 +40,43 @@ ALPHA = 1e-3  # the exact algorithm must not be rejected at this level (seeds ar
 REJECT = 1e-6  # every shortcut must be rejected at this level by the very same test
 
 
-class TableModel:
-    """A bigram "language model": the next-token logits depend only on the last token seen.
+class TableState:
+    """What a TableModel has read of one text: the tokens seen."""
 
-    It has the interface speculative_generate needs (name, vocab_size, max_context, length,
-    reset, score, rollback), and scoring is a table lookup, so thousands of generations per
-    second are possible. `calls` counts score calls.
-    """
-
-    def __init__(self, logits, name: str, max_context: int = 64):
-        self.logits = np.asarray(logits, dtype=np.float64)  # (V, V): row = previous token
-        self.name, self.vocab_size, self.max_context = name, self.logits.shape[1], max_context
+    def __init__(self):
         self.history: list[int] = []
-        self.calls = 0
 
     @property
     def length(self) -> int:
         return len(self.history)
-
-    def reset(self) -> None:
-        self.history = []
 
     def rollback(self, length: int) -> None:
         if not 0 <= length <= self.length:
             raise ValueError(f"rollback length must be in [0, {self.length}], got {length}")
         del self.history[length:]
 
-    def score(self, tokens) -> np.ndarray:
+
+class TableModel:
+    """A bigram "language model": the next-token logits depend only on the last token seen.
+
+    It has the interface speculative_generate needs (name, vocab_size, max_context, start,
+    score(tokens, state); its states have length and rollback), and scoring is a table lookup,
+    so thousands of generations per second are possible. `calls` counts score calls.
+    """
+
+    def __init__(self, logits, name: str, max_context: int = 64):
+        self.logits = np.asarray(logits, dtype=np.float64)  # (V, V): row = previous token
+        self.name, self.vocab_size, self.max_context = name, self.logits.shape[1], max_context
+        self.calls = 0
+
+    def start(self) -> TableState:
+        return TableState()
+
+    def score(self, tokens, state: TableState) -> np.ndarray:
         tokens = np.asarray(tokens, dtype=np.int64).reshape(-1).tolist()
-        if not tokens or self.length + len(tokens) > self.max_context:
-            raise ValueError(f"{self.name}: cannot score {len(tokens)} tokens after {self.length}")
-        self.history += tokens
+        if not tokens or state.length + len(tokens) > self.max_context:
+            raise ValueError(f"{self.name}: cannot score {len(tokens)} tokens after {state.length}")
+        state.history += tokens
         self.calls += 1
         return self.logits[tokens]  # (n, V)
 
@@ -880,7 +886,7 @@ def test_prompt_longer_than_the_bundled_targets_context(bundled_pair):
 @pytest.mark.parametrize(
     ("max_new", "error", "message"),
     [
-        (-1, ValueError, r"max_new_tokens must be >= 0, got -1"),
+        (-1, ValueError, r"max_new_tokens must be an integer >= 0, got -1"),
         (2.0, TypeError, r"max_new_tokens must be an integer >= 0, got 2.0"),
     ],
 )

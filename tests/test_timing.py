@@ -78,8 +78,8 @@ def test_expected_tokens_grows_with_alpha_and_gamma():
         (-0.1, 4, ValueError, r"alpha must be in \[0, 1\]"),
         (1.5, 4, ValueError, r"alpha must be in \[0, 1\]"),
         (float("nan"), 4, ValueError, r"alpha must be in \[0, 1\], got nan"),
-        ("0.5", 4, TypeError, "alpha must be a number"),
-        (True, 4, TypeError, "alpha must be a number"),
+        ("0.5", 4, TypeError, "alpha must be a real number"),
+        (True, 4, TypeError, "alpha must be a real number"),
         (0.5, 0, ValueError, "gamma must be an integer >= 1, got 0"),
         (0.5, -2, ValueError, "gamma must be an integer >= 1"),
         (0.5, 2.5, TypeError, "gamma must be an integer >= 1, got 2.5"),
@@ -127,7 +127,7 @@ def test_predicted_speedup_reference_points():
         ((0.8, 4, -0.1, FLAT), ValueError, r"c \(draft cost / target cost\) must be finite and >= 0"),
         ((0.8, 4, float("inf"), FLAT), ValueError, "must be finite"),
         ((0.8, 4, float("nan"), FLAT), ValueError, "must be finite"),
-        ((0.8, 4, "0.1", FLAT), TypeError, "c .* must be a number"),
+        ((0.8, 4, "0.1", FLAT), TypeError, "c .* must be a real number"),
         ((0.8, 20, 0.05, FLAT), ValueError, "f has no cost for gamma \\+ 1 = 21 positions"),
         ((0.8, 4, 0.05, {5: 0.0}), ValueError, r"f\(5\) must be a positive cost, got 0.0"),
         ((0.8, 4, 0.05, lambda n: float("nan")), ValueError, r"f\(5\) must be a positive cost"),
@@ -185,25 +185,31 @@ def test_time_call_refuses_bad_counts():
 
 def test_time_scoring_times_every_n_and_leaves_the_model_as_it_was(rng):
     model = tiny_gpt(rng)
-    model.score([1, 2, 3, 4, 5])
-    logits_before = model.score([6])
-    model.rollback(5)
+    state = model.start()  # a caller's own decoding state, in the middle of a text
+    model.score([1, 2, 3, 4, 5], state)
+    logits_before = model.score([6], state)
+    state.rollback(5)
+    fresh_before = model.score([1, 2, 3, 4, 5, 6], model.start())  # (6, V)
     times = time_scoring(model, [1, 3, 2], repeats=3, context=8, rng=rng)
     assert list(times) == [1, 3, 2]
     assert all(isinstance(t, float) and t > 0 for t in times.values())
-    assert model.length == 5
-    np.testing.assert_array_equal(model.score([6]), logits_before)  # the cache of the first 5 tokens is intact
+    assert state.length == 5  # time_scoring used its own state, not the caller's
+    np.testing.assert_array_equal(model.score([6], state), logits_before)  # the cache of the first 5 tokens is intact
+    np.testing.assert_array_equal(model.score([1, 2, 3, 4, 5, 6], model.start()), fresh_before)  # the model too
 
 
 def test_time_scoring_works_with_the_ngram_and_an_empty_context(rng):
     draft = NGramModel.build(rng.integers(0, 11, 500), order=3, vocab_size=11)
+    probe = rng.integers(0, 11, 20)  # (20,)
+    before = draft.score(probe, draft.start())  # (20, V)
     times = time_scoring(draft, range(1, 5), repeats=2, context=0)
     assert list(times) == [1, 2, 3, 4] and all(t > 0 for t in times.values())
-    assert draft.length == 0
+    np.testing.assert_array_equal(draft.score(probe, draft.start()), before)  # the model is unchanged
 
 
 def test_time_scoring_refuses_what_does_not_fit_or_makes_no_sense(rng):
     model = tiny_gpt(rng)
+    before = model.score([1, 2, 3], model.start())  # (3, V)
     with pytest.raises(ValueError, match="context 32 \\+ n up to 16 is more than tiny's max_context 40"):
         time_scoring(model, [1, 16], context=32)
     with pytest.raises(ValueError, match="distinct"):
@@ -212,9 +218,14 @@ def test_time_scoring_refuses_what_does_not_fit_or_makes_no_sense(rng):
         time_scoring(model, [])
     with pytest.raises(ValueError, match="each n must be an integer >= 1"):
         time_scoring(model, [0, 1])
-    with pytest.raises(ValueError, match="context must be an integer >= 0"):
+    with pytest.raises(ValueError, match="context must be an integer >= 0, got -1"):
         time_scoring(model, [1], context=-1)
-    assert model.length == 0
+    with pytest.raises(TypeError, match="context must be an integer >= 0, got 2.5"):
+        time_scoring(model, [1], context=2.5)
+    with pytest.raises(ValueError, match="max_context") as refused:
+        time_scoring(model, [40], context=1)
+    assert "tokens seen" not in str(refused.value)  # it is about the context asked for, not a model's state
+    np.testing.assert_array_equal(model.score([1, 2, 3], model.start()), before)  # the model is unchanged
 
 
 def test_blas_threads_sets_and_restores_the_limit():

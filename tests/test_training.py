@@ -72,9 +72,9 @@ def test_training_forward_gives_the_inference_models_logits():
     logits, _, _ = train_gpt.forward(params, tokens, HEADS)  # (B, T, V)
     for row in range(2):
         model = GPT(params, n_head=HEADS)
-        np.testing.assert_allclose(model.score(tokens[row]), logits[row], atol=1e-5, rtol=0)
-        model.reset()  # and incrementally: the first 3 tokens, then the rest
-        incremental = np.concatenate([model.score(tokens[row, :3]), model.score(tokens[row, 3:])])
+        np.testing.assert_allclose(model.score(tokens[row], model.start()), logits[row], atol=1e-5, rtol=0)
+        cache = model.start()  # and incrementally: the first 3 tokens, then the rest
+        incremental = np.concatenate([model.score(tokens[row, :3], cache), model.score(tokens[row, 3:], cache)])
         np.testing.assert_allclose(incremental, logits[row], atol=1e-5, rtol=0)
 
 
@@ -133,7 +133,7 @@ def test_saved_weights_load_with_load_model(tmp_path):
     assert (model.vocab_size, model.max_context, model.n_layer, model.n_head) == (V, T, LAYERS, HEADS)
     tokens, _ = tiny_batch(batch=1)
     expected, _, _ = train_gpt.forward(train_gpt.rounded(params, np.float16), tokens, HEADS)
-    np.testing.assert_allclose(model.score(tokens[0]), expected[0], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(model.score(tokens[0], model.start()), expected[0], atol=1e-5, rtol=0)
     with np.load(path, allow_pickle=False) as archive:
         assert archive["h0.attn.w_qkv"].dtype == np.float16 and archive["h0.ln1.gain"].dtype == np.float32
 

@@ -11,6 +11,7 @@ specdec/<other>.py instead, for a notebook that writes more than one module. Run
 
 import argparse
 import difflib
+import re
 import sys
 from pathlib import Path
 
@@ -20,6 +21,43 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 PACKAGE = ROOT / "specdec"
 HEADER = "# Generated from {source} by tools/export.py: edit the notebook, not this file.\n"
+# A directive is a comment line starting with `#|`, spaced any way nbdev accepts it: `#| export`,
+# `#|export`, `# | export`, `#|  export  gpt`. Only `default_exp` and `export` mean something here.
+DIRECTIVE = re.compile(r"^\s*#\s*\|\s*(\S+)(.*)$")
+KNOWN = {"default_exp", "export"}
+
+
+def directive(line: str) -> tuple[str, list[str]] | None:
+    """(name, arguments) if the line is a `#|` directive, else None."""
+    match = DIRECTIVE.match(line)
+    return (match.group(1), match.group(2).split()) if match else None
+
+
+def cell_directive(source: str, where: str) -> tuple[str, list[str], str] | None:
+    """The cell's directive (name, arguments, the rest of the cell), or None; unknown or misplaced ones stop the export.
+
+    A directive must be the cell's first line. An unknown name (`#| exprot`), a known one with the
+    wrong number of arguments, or a directive further down the cell's leading comments is an
+    error: silently skipping a cell would leave the package without code the notebook shows.
+    """
+    lines = source.split("\n")
+    leading = []  # the comment lines the cell starts with
+    for line in lines:
+        if not line.lstrip().startswith("#"):
+            break
+        leading.append(line)
+    found = [(i, directive(line)) for i, line in enumerate(leading) if directive(line)]
+    if not found:
+        return None
+    (index, (name, args)), *others = found
+    if index != 0 or others:
+        sys.exit(f"{where}: a '#|' directive must be the first line of its cell, and the only one: {source[:80]!r}")
+    if name not in KNOWN:
+        sys.exit(f"{where}: unknown directive '#| {name}' (known: {', '.join(sorted(KNOWN))})")
+    if (name == "default_exp" and len(args) != 1) or (name == "export" and len(args) > 1):
+        wanted = "one module name" if name == "default_exp" else "at most one module name"
+        sys.exit(f"{where}: '#| {name}' takes {wanted}, got {args}")
+    return name, args, "\n".join(lines[1:])
 
 
 def exported_modules() -> dict[Path, str]:
@@ -28,15 +66,17 @@ def exported_modules() -> dict[Path, str]:
     for notebook_path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         notebook = nbformat.read(notebook_path, as_version=4)
         default, chunks = None, {}  # module name -> list of cell sources, in notebook order
-        for cell in notebook.cells:
+        for number, cell in enumerate(notebook.cells):
             if cell.cell_type != "code":
                 continue
-            first, _, rest = cell.source.partition("\n")
-            words = first.split()
-            if words[:2] == ["#|", "default_exp"] and len(words) == 3:
-                default = words[2]
-            elif words[:2] == ["#|", "export"] and len(words) <= 3:
-                module = words[2] if len(words) == 3 else default
+            found = cell_directive(cell.source, f"{notebook_path.name}, cell {number}")
+            if found is None:
+                continue
+            name, args, rest = found
+            if name == "default_exp":
+                default = args[0]
+            else:
+                module = args[0] if args else default
                 if module is None:
                     sys.exit(f"{notebook_path.name}: an '#| export' cell comes before any '#| default_exp <module>'")
                 chunks.setdefault(module, []).append(rest.strip("\n"))

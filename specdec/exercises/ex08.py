@@ -14,7 +14,6 @@ import numpy as np
 
 from specdec.exercises import call, show, verdict
 from specdec.generation import generate
-from specdec.gpt import GPT
 from specdec.models import load_model, load_tokenizer
 from specdec.pipeline import SamplingParams
 
@@ -140,24 +139,23 @@ def buggy_speculative_greedy(target, draft, prompt_tokens, max_new_tokens, gamma
     """Greedy speculative decoding with both KV caches. The new tokens, as a list."""
     sequence = [int(t) for t in prompt_tokens]
     end = len(sequence) + max_new_tokens
-    target.reset()
-    draft.reset()
+    target_cache, draft_cache = target.start(), draft.start()
     pending = sequence  # what the target has not read yet: the whole prompt in the first round
     while len(sequence) < end:
         g = min(gamma, end - len(sequence) - 1)  # never draft past max_new_tokens
         drafts = []
         if g > 0:
-            logits = draft.score(sequence[draft.length :])[-1]  # (V,) catch up, then draft
+            logits = draft.score(sequence[draft_cache.length :], draft_cache)[-1]  # (V,) catch up, then draft
             for i in range(g):
                 drafts.append(int(np.argmax(logits)))
                 if i < g - 1:
-                    logits = draft.score(drafts[-1:])[0]  # (V,)
-        logits = target.score(pending + drafts)[-(g + 1) :]  # (g + 1, V) one call
+                    logits = draft.score(drafts[-1:], draft_cache)[0]  # (V,)
+        logits = target.score(pending + drafts, target_cache)[-(g + 1) :]  # (g + 1, V) one call
         best = np.argmax(logits, axis=-1)  # (g + 1,) the target's choices
         n = next((i for i in range(g) if drafts[i] != best[i]), g)
         emitted = drafts[:n] + [int(best[n])]
-        target.rollback(min(target.length, len(sequence) + n + 1))  # the accepted drafts and its own token
-        draft.rollback(min(draft.length, len(sequence) + n))
+        target_cache.rollback(min(target_cache.length, len(sequence) + n + 1))  # the accepted drafts and its own token
+        draft_cache.rollback(min(draft_cache.length, len(sequence) + n))
         sequence += emitted
         pending = emitted[-1:]
     return sequence[end - max_new_tokens :]
@@ -170,18 +168,11 @@ class Wrapped:
         self.model, self.name = model, name
         self.vocab_size, self.max_context = model.vocab_size, model.max_context
 
-    @property
-    def length(self) -> int:
-        return self.model.length
+    def start(self):
+        return self.model.start()
 
-    def reset(self) -> None:
-        self.model.reset()
-
-    def rollback(self, length: int) -> None:
-        self.model.rollback(length)
-
-    def score(self, tokens) -> np.ndarray:
-        return self.model.score(tokens)
+    def score(self, tokens, state) -> np.ndarray:
+        return self.model.score(tokens, state)
 
 
 class Contrarian(Wrapped):
@@ -190,8 +181,8 @@ class Contrarian(Wrapped):
     def __init__(self, model):
         super().__init__(model, "contrarian")
 
-    def score(self, tokens) -> np.ndarray:
-        return np.roll(self.model.score(tokens), 1, axis=-1)  # (n, V)
+    def score(self, tokens, state) -> np.ndarray:
+        return np.roll(self.model.score(tokens, state), 1, axis=-1)  # (n, V)
 
 
 class Counting(Wrapped):
@@ -201,9 +192,9 @@ class Counting(Wrapped):
         super().__init__(model, model.name)
         self.scored = 0
 
-    def score(self, tokens) -> np.ndarray:
+    def score(self, tokens, state) -> np.ndarray:
         self.scored += np.asarray(tokens).size
-        return self.model.score(tokens)
+        return self.model.score(tokens, state)
 
 
 @functools.cache
@@ -212,15 +203,13 @@ def bundled(name: str):
 
 
 def make_draft(kind: str):
-    """A fresh draft for a case, and its description."""
+    """The draft for a case (model objects are shared: each generation makes its own states), and its description."""
     target = bundled("target")
     if kind == "ngram":
         return bundled("draft"), "the bundled n-gram draft"
-    if kind == "copy":
-        return GPT(
-            target.w, n_head=target.n_head, name="copy"
-        ), "a draft identical to the target (every draft accepted)"
-    return Contrarian(GPT(target.w, n_head=target.n_head)), "a contrarian draft (its first guess is always rejected)"
+    if kind == "copy":  # the very same object in both roles: each role has its own decoding state
+        return target, "the target itself as the draft (every draft accepted)"
+    return Contrarian(target), "a contrarian draft (its first guess is always rejected)"
 
 
 SPECULATIVE_CASES = [  # (draft, prompt, max_new_tokens, gamma)
@@ -262,8 +251,6 @@ def check_speculative_greedy(fn) -> bool:
     target = bundled("target")
     for kind, text, max_new_tokens, gamma in SPECULATIVE_CASES:
         draft, description = make_draft(kind)
-        draft.reset()
-        target.reset()
         prompt = np.array(tokenizer.encode(text))  # (P,)
         counted = Counting(target)
         where = f"with {description}, gamma {gamma}, max_new_tokens {max_new_tokens}, prompt ending {text[-24:]!r}"
