@@ -28,7 +28,7 @@ def test_matches_the_definition(logits, p):
 
 @given(logit_rows, top_ps)
 def test_the_real_properties_of_a_nucleus(logits, p):
-    """The properties the seed blog's test should have checked (ERRATA #2)."""
+    """The properties the seed blog's unit test should have checked (docs/seed-errata.md, item 2)."""
     probs = specdec.softmax(logits)
     kept = np.isfinite(specdec.top_p_filter(logits, p))
     assert kept.any()  # never empty

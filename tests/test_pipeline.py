@@ -144,7 +144,7 @@ def test_negative_controls_for_the_pipeline_are_rejected():
     params = SamplingParams(0.7, 5, 0.8)
     probs = specdec.sampling_probs(logits, params)
     z = logits / 0.7
-    # 1. top-p on the raw distribution instead of the one renormalised after top-k (ERRATA #5)
+    # 1. top-p on the raw distribution instead of the one renormalised after top-k (the seed post's order mistake)
     raw_mass_topk = specdec.softmax(z) * np.isfinite(specdec.top_k_filter(z, 5))
     wrong_nucleus = np.where(raw_mass_topk >= specdec.nucleus.nucleus_threshold(raw_mass_topk, 0.8), z, -np.inf)
     # 2. filters in the wrong order: top-p first, then top-k

@@ -152,14 +152,14 @@ def falls_back_to_p(tokens, q, p, rng):
 
 
 def keeps_the_rejected_draft(tokens, q, p, rng):
-    """Shortcut (a reading of ERRATA #7's "fall back to the last accepted token"): at a rejection, keep the draft."""
+    """Shortcut (a reading of the seed post's "fall back to the last accepted token"): on rejection, keep the draft."""
     n = accepted_prefix(rng.random(tokens.size) < ratios(tokens, q, p))
     last = tokens[n] if n < tokens.size else draw(p[n], rng)
     return np.append(tokens[:n], last).astype(np.int64), n
 
 
 def redrafts_until_accepted(tokens, q, p, rng):
-    """Shortcut (ERRATA #7): at a rejection, draw again from q until a token passes the test."""
+    """Shortcut (another reading of the seed post's fallback): on rejection, redraw from q until a token passes."""
     n = accepted_prefix(rng.random(tokens.size) < ratios(tokens, q, p))
     if n == tokens.size:
         return np.append(tokens, draw(p[n], rng)).astype(np.int64), n

@@ -94,7 +94,9 @@ def main() -> int:
     if args.json:
         print(json.dumps(stats, indent=1))
         return 0
-    print(f"{'nb':>3} {'core words':>10} {'core lines':>10} {'further words':>13} {'further lines':>13} {'minutes':>14}")
+    print(
+        f"{'nb':>3} {'core words':>10} {'core lines':>10} {'further words':>13} {'further lines':>13} {'minutes':>14}"
+    )
     for number, row in stats.items():
         minutes = f"{row['core_minutes']} + {row['further_minutes']}" if row["core_minutes"] else "not stated"
         print(
@@ -113,7 +115,9 @@ def main() -> int:
     half = totals(stats, HALF_DAY, "core_minutes")
     full = totals(stats, HALF_DAY + SECOND_HALF, "core_minutes")
     further = totals(stats, HALF_DAY + SECOND_HALF, "further_minutes")
-    print(f"core path of notebooks 00-05: {half} minutes; 00-10: {full} minutes; Going further in all: {further} minutes")
+    print(
+        f"core path of notebooks 00-05: {half} minutes; 00-10: {full} minutes; Going further in all: {further} minutes"
+    )
     return 1 if over else 0
 
 
