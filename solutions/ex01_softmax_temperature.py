@@ -18,6 +18,17 @@ def stable_softmax(logits, temperature):
     return weights / weights.sum(axis=-1, keepdims=True)  # (..., V)
 
 
+def stable_log_softmax(logits):
+    """log softmax(x) over the last axis: (x - m) - log(sum(exp(x - m))), m the row maximum.
+
+    Never forms the probabilities, so a probability that would underflow to 0 keeps its finite
+    log; the sum is at least 1 (its largest term is exp(0)), so its log is finite and >= 0.
+    """
+    x = np.asarray(logits, dtype=np.float64)  # (..., V)
+    shifted = x - x.max(axis=-1, keepdims=True)  # (..., V) all <= 0
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (..., V)
+
+
 def fixed_softmax(x, temperature=1.0):
     """The seed blog's softmax, fixed: validated input, per-row, shift before dividing, T = 0 greedy.
 

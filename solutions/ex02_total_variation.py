@@ -3,7 +3,7 @@
 import numpy as np
 
 
-def total_variation(p, q) -> float:
+def tv_by_events(p, q) -> float:
     """max over events A of |P(A) - Q(A)|, for two distributions over the same tokens.
 
     The event that achieves the maximum is A = {i : p_i > q_i}: every token in it adds

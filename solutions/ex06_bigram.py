@@ -1,4 +1,4 @@
-"""Solution to notebook 06, exercise 2: a bigram model by hand, with add-one smoothing.
+"""Solution to notebook 06, exercise 3: a bigram model by hand, with add-one smoothing.
 
 Count each pair (a, b) of neighbouring tokens, add 1 to every count (so a pair never seen
 still gets a little probability), and divide each row by its own total. The total of row a is

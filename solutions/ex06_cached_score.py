@@ -1,4 +1,4 @@
-"""Solution to notebook 06, exercise 3: the bug in a KV-cache step.
+"""Solution to notebook 06, exercise 4: the bug in a KV-cache step.
 
 The bug is in the causal mask. New token i sits at *absolute* position start + i, and may look
 at every cached position up to and including its own: columns 0 .. start + i. The buggy line

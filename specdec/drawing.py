@@ -9,6 +9,17 @@ import numpy as np
 from specdec.validation import check_generator
 
 
+def inverse_cdf(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Per row, the index i with F_(i-1) <= u < F_i, where F is the running sum of `weights`.
+
+    That is the number of F_i that are <= u, clipped to the last index. An entry of weight 0
+    owns an empty interval [F_(i-1), F_i), so it is never the answer, except past the end by
+    rounding, which the caller repairs.
+    """
+    cdf = np.cumsum(weights, axis=-1)  # (R, n) non-decreasing
+    return np.minimum((cdf <= u[:, None]).sum(axis=-1), weights.shape[-1] - 1)  # (R,)
+
+
 def check_rng(rng) -> np.random.Generator:
     """Refuse anything but an explicit np.random.Generator (never a seed, never the global random state)."""
     return check_generator(rng, "rng")
@@ -41,17 +52,6 @@ def check_probs(probs, name: str = "probs") -> np.ndarray:
             raise ValueError(f"{name} contains a negative probability ({value_min:g}){where}")
         raise ValueError(f"{name} must sum to 1 (within {tolerance:g}) along the last axis, got {value_sum!r}{where}")
     return arr
-
-
-def inverse_cdf(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Per row, the index i with F_(i-1) <= u < F_i, where F is the running sum of `weights`.
-
-    That is the number of F_i that are <= u. An entry of weight 0 owns an empty interval
-    [F_(i-1), F_i), so it is never the answer (except by rounding at the very end, which
-    `sample` repairs).
-    """
-    cdf = np.cumsum(weights, axis=-1)  # (R, n) non-decreasing
-    return np.minimum((cdf <= u[:, None]).sum(axis=-1), weights.shape[-1] - 1)  # (R,)
 
 
 BLOCK = 256  # tokens per block in the two-level search

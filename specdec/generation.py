@@ -29,6 +29,42 @@ class GenerationResult:
         return self.tokens.size / self.target_calls if self.target_calls else 0.0
 
 
+def generate(
+    model: LanguageModel,
+    prompt_tokens,
+    max_new_tokens: int,
+    params: SamplingParams = SamplingParams(),
+    rng: np.random.Generator | None = None,
+    end_token: int | None = None,
+) -> GenerationResult:
+    """Sample up to `max_new_tokens` tokens after the prompt, one model call per token.
+
+    Stops early after `end_token`, if given. Temperature 0 is greedy and needs no rng.
+    """
+    model = check_model(model)
+    prompt = check_prompt(prompt_tokens, model)
+    max_new_tokens = check_max_new_tokens(max_new_tokens)
+    params = check_params(params)
+    rng = check_sampling_rng(rng, params)
+    end_token = check_optional_token(end_token, "end_token", model.vocab_size)
+    check_room(model, prompt.size, max_new_tokens)
+    start = time.perf_counter()
+    new_tokens: list[int] = []
+    calls = 0
+    if max_new_tokens > 0:
+        state = model.start()  # this generation's memory; the model itself never changes
+        logits = model.score(prompt, state)[-1]  # (V,) the distribution of the first new token
+        calls = 1
+        while True:
+            token = int(sample_token(logits, params, rng))
+            new_tokens.append(token)
+            if len(new_tokens) == max_new_tokens or token == end_token:
+                break
+            logits = model.score([token], state)[0]  # (V,)
+            calls += 1
+    return GenerationResult(np.array(new_tokens, dtype=np.int64), calls, time.perf_counter() - start)
+
+
 def check_model(model, name: str = "model") -> LanguageModel:
     """Refuse anything that does not follow the LanguageModel protocol (start, score, vocab_size, max_context, name)."""
     if not isinstance(model, LanguageModel):
@@ -77,41 +113,3 @@ def check_room(model, prompt_size: int, max_new_tokens: int) -> None:
             f"prompt ({prompt_size} tokens) + max_new_tokens ({max_new_tokens}) needs {needed} positions, "
             f"more than {model.name}'s max_context {model.max_context}"
         )
-
-
-def generate(
-    model: LanguageModel,
-    prompt_tokens,
-    max_new_tokens: int,
-    params: SamplingParams = SamplingParams(),
-    rng: np.random.Generator | None = None,
-    end_token: int | None = None,
-) -> GenerationResult:
-    """Sample up to `max_new_tokens` tokens after the prompt, one model call per token.
-
-    Each step draws a token from sampling_probs(logits, params) and feeds it back, so this
-    generation's own decoding state grows by one token per call. Stops early after
-    `end_token` (a token id), if given. Temperature 0 is greedy and needs no rng.
-    """
-    model = check_model(model)
-    prompt = check_prompt(prompt_tokens, model)
-    max_new_tokens = check_max_new_tokens(max_new_tokens)
-    params = check_params(params)
-    rng = check_sampling_rng(rng, params)
-    end_token = check_optional_token(end_token, "end_token", model.vocab_size)
-    check_room(model, prompt.size, max_new_tokens)
-    start = time.perf_counter()
-    new_tokens: list[int] = []
-    calls = 0
-    if max_new_tokens > 0:
-        state = model.start()  # this generation's memory; the model itself never changes
-        logits = model.score(prompt, state)[-1]  # (V,) the distribution of the first new token
-        calls = 1
-        while True:
-            token = int(sample_token(logits, params, rng))
-            new_tokens.append(token)
-            if len(new_tokens) == max_new_tokens or token == end_token:
-                break
-            logits = model.score([token], state)[0]  # (V,)
-            calls += 1
-    return GenerationResult(np.array(new_tokens, dtype=np.int64), calls, time.perf_counter() - start)

@@ -49,11 +49,7 @@ def expected_shapes(vocab_size: int, max_context: int, d_model: int, n_layer: in
 
 
 class KVCache:
-    """A GPT's decoding state: the keys and values of every token seen, per layer and head.
-
-    Preallocated for max_context tokens; only the first `length` positions are valid.
-    rollback(length) forgets the rest: entries past `length` are overwritten before they are read.
-    """
+    """A GPT's decoding state: keys and values of every token seen, preallocated; the first `length` are valid."""
 
     def __init__(self, model: "GPT"):
         self.model = model  # the GPT whose keys these are
@@ -68,12 +64,7 @@ class KVCache:
 
 
 class GPT:
-    """Next-token logits from a tiny GPT, one call per batch of new tokens.
-
-    The weights are read-only; what the model has read of one text lives in a KVCache from
-    `start()`, so `score(tokens, cache)` only computes the new positions: scoring n tokens
-    in one call returns the same logits as n calls of one token.
-    """
+    """A tiny GPT: read-only weights; what it has read of one text lives in a KVCache from `start()`."""
 
     def __init__(self, weights: dict[str, np.ndarray], n_head: int, name: str = "gpt"):
         self.name = name

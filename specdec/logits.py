@@ -70,13 +70,7 @@ def one_hot_argmax(x: np.ndarray) -> np.ndarray:
 
 
 def softmax(logits, temperature: float = 1.0, axis: int = -1) -> np.ndarray:
-    """Probabilities from logits: softmax(x / T)_i = exp((x_i - max x) / T) / sum_j exp((x_j - max x) / T).
-
-    Subtracting the row maximum first changes nothing mathematically but keeps every exponent
-    <= 0, so exp never overflows; doing it *before* dividing by T also keeps a tiny T from
-    turning finite logits into inf - inf = NaN. T = 0 is the limit T -> 0: all mass on the
-    argmax. The result is float64 whatever the input dtype.
-    """
+    """softmax(x / T) over `axis`: shift by the row maximum, then divide by T (no overflow); T = 0 is greedy."""
     t = check_temperature(temperature)
     x = check_logits(vocabulary_last(logits, axis))  # (..., V)
     if t == 0:
@@ -89,11 +83,7 @@ def softmax(logits, temperature: float = 1.0, axis: int = -1) -> np.ndarray:
 
 
 def log_softmax(logits, axis: int = -1) -> np.ndarray:
-    """log softmax(x)_i = (x_i - max x) - log(sum_j exp(x_j - max x)), in float64.
-
-    Computed directly rather than as log(softmax(x)), which would give -inf for any
-    probability that underflows to 0 even though its log is a perfectly ordinary number.
-    """
+    """(x - max x) - log(sum exp(x - max x)) in float64: finite where log(softmax(x)) would be -inf."""
     x = check_logits(vocabulary_last(logits, axis))  # (..., V)
     with np.errstate(over="ignore"):  # as in softmax: an overflow here can only mean -inf
         shifted = x.astype(np.float64) - x.max(axis=-1, keepdims=True)  # (..., V)

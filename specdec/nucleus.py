@@ -50,12 +50,10 @@ def nucleus_threshold(probs: np.ndarray, p: float, candidates: int = 64) -> np.n
 
 
 def top_p_filter(logits, p: float, min_tokens_to_keep: int = 1) -> np.ndarray:
-    """Keep the smallest set of most likely tokens whose probability mass is >= p; -inf elsewhere.
+    """Keep token i iff the mass of the tokens strictly more likely than i is < p; -inf elsewhere.
 
-    The rule, per token: keep i iff the mass of the tokens strictly more likely than i is < p.
-    So the token that crosses p is kept, the kept mass is >= p, and tokens tied at the
-    boundary are all kept, whatever their order. Probabilities are compared in float64.
-    p = 1 keeps everything. The `min_tokens_to_keep` largest logits (and ties) always survive.
+    So the crossing token and all ties at the boundary are kept (float64 throughout); p = 1 keeps
+    everything; the `min_tokens_to_keep` largest logits (and ties) always survive.
     """
     x = check_logits(logits)  # (..., V)
     p = check_top_p(p)

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from specdec.drawing import check_rng, draw
-from specdec.logits import check_logits, check_temperature, one_hot_argmax
-from specdec.nucleus import check_top_p, descending_exclusive_cumsum
-from specdec.topk import check_count
+from specdec.logits import check_logits, check_temperature, one_hot_argmax, softmax
+from specdec.nucleus import check_top_p, descending_exclusive_cumsum, top_p_filter
+from specdec.topk import check_count, top_k_filter
 from specdec.validation import check_real
 
 
@@ -18,11 +18,7 @@ def check_min_p(min_p) -> float:
 
 
 def min_p_filter(logits, min_p: float) -> np.ndarray:
-    """Keep tokens whose probability is at least min_p times the largest one (equality kept).
-
-    p_i >= min_p * p_max is the same as exp(x_i - x_max) >= min_p: the normalising sum
-    cancels, so the rule is applied to the weights exp(x - max) without dividing by it.
-    """
+    """Keep tokens with p_i >= min_p * p_max, that is exp(x_i - x_max) >= min_p (equality kept)."""
     x = check_logits(logits)  # (..., V)
     min_p = check_min_p(min_p)
     out = x.astype(np.result_type(x.dtype, np.float32), copy=True)  # (..., V)
@@ -36,12 +32,8 @@ def min_p_filter(logits, min_p: float) -> np.ndarray:
 class SamplingParams:
     """How to turn logits into the distribution a token is drawn from.
 
-    temperature: finite, >= 0; 0 means greedy (argmax, ties to the lowest index).
-    top_k: an integer >= 1, or None for no top-k; k >= V keeps everything.
-    top_p: in (0, 1]; 1 means no top-p.
-    min_p: in [0, 1]; 0 means no min-p.
-    Applied in that order, each filter on the distribution renormalised over the survivors
-    of the previous one (the order Hugging Face's generate uses).
+    temperature >= 0 (0 = greedy); top_k >= 1 or None; top_p in (0, 1] (1 = off); min_p in [0, 1]
+    (0 = off). Applied in that order, each filter on the previous survivors, renormalised.
     """
 
     temperature: float = 1.0
@@ -66,6 +58,23 @@ def check_params(params) -> SamplingParams:
     if not isinstance(params, SamplingParams):
         raise TypeError(f"params must be a SamplingParams, got {type(params).__name__}")
     return params
+
+
+def composed_sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndarray:
+    """The pipeline by definition, each filter on the previous one's output (sampling_probs is the fast twin)."""
+    x = check_logits(logits).astype(np.float64)  # (..., V)
+    params = check_params(params)
+    if params.greedy:
+        return one_hot_argmax(x)  # ties -> the lowest index
+    with np.errstate(over="ignore"):  # logits a float range apart overflow to -inf: probability 0
+        z = (x - x.max(axis=-1, keepdims=True)) / params.temperature  # (..., V) max first, then divide
+    if params.top_k is not None:
+        z = top_k_filter(z, params.top_k)
+    if params.top_p < 1:
+        z = top_p_filter(z, params.top_p)
+    if params.min_p > 0:
+        z = min_p_filter(z, params.min_p)
+    return softmax(z)
 
 
 def kept_count(top: np.ndarray, full_mass: np.ndarray | None, whole_row: bool, params: SamplingParams) -> np.ndarray:
@@ -157,11 +166,9 @@ def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndar
 
 
 def sample_token(logits, params: SamplingParams = SamplingParams(), rng: np.random.Generator | None = None):
-    """Draw one token per row from sampling_probs(logits, params).
+    """Draw one token per row from sampling_probs(logits, params); greedy needs no rng.
 
-    Greedy (temperature 0) is the argmax and uses no randomness, so `rng` may be None;
-    otherwise `rng` must be an np.random.Generator. Returns an np.int64 for a single row of
-    logits (shape (V,)), an int64 array of the leading shape for a batch.
+    Returns an np.int64 for one row of logits (shape (V,)), an int64 array for a batch.
     """
     params = check_params(params)
     if params.greedy:

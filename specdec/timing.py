@@ -20,6 +20,55 @@ from specdec.topk import check_count
 from specdec.validation import check_integer, check_real
 
 
+@contextmanager
+def blas_threads(n: int) -> Iterator[None]:
+    """Inside the `with` block, numpy's BLAS (the matrix products) uses at most `n` threads.
+
+    threadpoolctl changes the limit of the BLAS library numpy has already loaded, and restores
+    the previous limit on leaving the block. (Environment variables such as OMP_NUM_THREADS
+    only work if set before numpy is imported.)
+    """
+    from threadpoolctl import threadpool_limits  # imported here: `import specdec` needs numpy only
+
+    with threadpool_limits(limits=check_count(n, "n"), user_api="blas"):
+        yield
+
+
+def time_scoring(
+    model, n_values: Sequence[int], repeats: int = 21, context: int = 64, rng: np.random.Generator | None = None
+) -> dict[int, float]:
+    """Median seconds of one `model.score` call of n new tokens after `context` random tokens, for each n.
+
+    Rounds (after one untimed warm-up) visit the n in a shuffled order; the state rolls back after
+    each call, so every call starts from the same cache length. Token ids: `rng` (default seeded 0).
+    """
+    n_values = [check_count(n, "each n") for n in n_values]
+    if not n_values or len(set(n_values)) != len(n_values):
+        raise ValueError(f"n_values must be distinct integers >= 1, got {n_values}")
+    repeats = check_count(repeats, "repeats")
+    context = check_integer(context, "context", minimum=0)
+    if context + max(n_values) > model.max_context:
+        raise ValueError(
+            f"context {context} + n up to {max(n_values)} is more than {model.name}'s max_context {model.max_context}"
+        )
+    rng = np.random.default_rng(0) if rng is None else rng
+    timings: dict[int, list[float]] = {n: [] for n in n_values}
+    for round_ in range(repeats + 1):  # round 0 is the warm-up
+        state = model.start()
+        if context:
+            model.score(rng.integers(0, model.vocab_size, context), state)
+        base = state.length
+        for n in rng.permutation(n_values).tolist():
+            tokens = rng.integers(0, model.vocab_size, n)  # (n,)
+            start = time.perf_counter()
+            model.score(tokens, state)
+            seconds = time.perf_counter() - start
+            state.rollback(base)
+            if round_ > 0:
+                timings[n].append(seconds)
+    return {n: float(np.median(timings[n])) for n in n_values}
+
+
 def time_calls(
     functions: Mapping[Hashable, Callable[[], object]],
     repeats: int = 21,
@@ -57,59 +106,6 @@ def time_call(fn: Callable[[], object], repeats: int = 21, number: int = 1) -> f
     return time_calls({"fn": fn}, repeats, number)["fn"]
 
 
-@contextmanager
-def blas_threads(n: int) -> Iterator[None]:
-    """Inside the `with` block, numpy's BLAS (the matrix products) uses at most `n` threads.
-
-    threadpoolctl changes the limit of the BLAS library numpy has already loaded, and restores
-    the previous limit on leaving the block. (Environment variables such as OMP_NUM_THREADS
-    only work if set before numpy is imported.)
-    """
-    from threadpoolctl import threadpool_limits  # imported here: `import specdec` needs numpy only
-
-    with threadpool_limits(limits=check_count(n, "n"), user_api="blas"):
-        yield
-
-
-def time_scoring(
-    model, n_values: Sequence[int], repeats: int = 21, context: int = 64, rng: np.random.Generator | None = None
-) -> dict[int, float]:
-    """Median seconds of one `model.score` call of n new tokens after `context` tokens, for each n.
-
-    Each of `repeats` rounds (plus one untimed warm-up round) feeds a fresh decoding state a
-    context of `context` random token ids, then times one call for every n, in a shuffled order
-    so that a slow moment of the machine hits all the n alike; after each call the state rolls
-    back, so every call starts from the same cache length. Token ids are uniform draws from
-    `rng` (default: a generator seeded with 0): a transformer's cost does not depend on which
-    tokens it reads. Returns {n: median seconds}, in the order of `n_values`.
-    """
-    n_values = [check_count(n, "each n") for n in n_values]
-    if not n_values or len(set(n_values)) != len(n_values):
-        raise ValueError(f"n_values must be distinct integers >= 1, got {n_values}")
-    repeats = check_count(repeats, "repeats")
-    context = check_integer(context, "context", minimum=0)
-    if context + max(n_values) > model.max_context:
-        raise ValueError(
-            f"context {context} + n up to {max(n_values)} is more than {model.name}'s max_context {model.max_context}"
-        )
-    rng = np.random.default_rng(0) if rng is None else rng
-    timings: dict[int, list[float]] = {n: [] for n in n_values}
-    for round_ in range(repeats + 1):  # round 0 is the warm-up
-        state = model.start()
-        if context:
-            model.score(rng.integers(0, model.vocab_size, context), state)
-        base = state.length
-        for n in rng.permutation(n_values).tolist():
-            tokens = rng.integers(0, model.vocab_size, n)  # (n,)
-            start = time.perf_counter()
-            model.score(tokens, state)
-            seconds = time.perf_counter() - start
-            state.rollback(base)
-            if round_ > 0:
-                timings[n].append(seconds)
-    return {n: float(np.median(timings[n])) for n in n_values}
-
-
 def cost_ratios(times: Mapping[int, float]) -> dict[int, float]:
     """f(n) = cost(n) / cost(1): the cost of scoring n positions in one call, in units of one position."""
     if 1 not in times:
@@ -127,11 +123,7 @@ def check_alpha(alpha) -> float:
 def expected_tokens(alpha: float, gamma: int) -> float:
     """Expected tokens from one target call: gamma drafts, each accepted with probability alpha.
 
-    The round keeps drafts until the first rejection and then adds one target token (the
-    correction, or the bonus token when all gamma are accepted), so it yields k + 1 tokens
-    when k drafts are kept, and P(k >= j) = alpha**j. The mean is
-    1 + alpha + ... + alpha**gamma = (1 - alpha**(gamma + 1)) / (1 - alpha), which is
-    gamma + 1 at alpha = 1. Summed term by term: exact at alpha = 1 and accurate just below it.
+    1 + alpha + ... + alpha**gamma = (1 - alpha**(gamma + 1)) / (1 - alpha), summed term by term (exact at alpha = 1).
     """
     alpha, gamma = check_alpha(alpha), check_count(gamma, "gamma")
     return math.fsum(alpha**k for k in range(gamma + 1))
@@ -140,10 +132,7 @@ def expected_tokens(alpha: float, gamma: int) -> float:
 def predicted_speedup(alpha: float, gamma: int, c: float, f: Mapping[int, float] | Callable[[int], float]) -> float:
     """Speedup of speculative decoding over plain decoding: E[tokens] / (gamma * c + f(gamma + 1)).
 
-    Costs are in units of one target call scoring one token (what plain decoding pays per
-    token). A round costs gamma draft steps of c each plus one target call scoring gamma + 1
-    positions, f(gamma + 1), and yields expected_tokens(alpha, gamma) tokens. `f` is a dict
-    {n: f(n)} (from `cost_ratios`) or a function of n.
+    Costs in units of one target call of one token; `f` is a dict {n: f(n)} or a function of n.
     """
     alpha, gamma = check_alpha(alpha), check_count(gamma, "gamma")
     c = check_real(c, "c (draft cost / target cost)", 0)

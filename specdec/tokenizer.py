@@ -9,13 +9,7 @@ CHARACTERS = "\n" + "".join(chr(code) for code in range(32, 127))  # newline + p
 
 
 class CharTokenizer:
-    """Maps text to token ids, one character per token.
-
-    Ids: 0 is the end-of-file token, 1 stands for any character outside the vocabulary
-    (encode never fails: a tab or an 'é' becomes 1, which decodes to U+FFFD, the Unicode
-    replacement character), and 2.. are newline and the 95 printable ASCII characters.
-    decode(encode(text)) == text for every text made of those characters.
-    """
+    """Maps text to token ids, one per character (0: end of file, 1: unknown, 2..: newline and printable ASCII)."""
 
     def __init__(self, characters: str = CHARACTERS):
         self.characters = characters

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers import load_solution
 
-from specdec.exercises.ex01 import check_entropy_bits, check_fixed_softmax, check_stable_softmax
+from specdec.exercises.ex01 import check_entropy_bits, check_fixed_softmax, check_log_softmax, check_stable_softmax
 
 solution = load_solution("ex01_softmax_temperature")
 
@@ -102,7 +102,64 @@ def test_stable_softmax_stub_is_not_attempted(capsys):
     assert_fails(check_stable_softmax, stub, capsys, "not attempted yet")
 
 
-# --- Exercise 2 --------------------------------------------------------------------------------
+# --- Exercise 2: log_softmax -----------------------------------------------------------------
+
+
+def log_of_softmax(logits):  # the route the notebook warns about: -inf where the answer is -800
+    return np.log(solution.stable_softmax(logits, 1.0))
+
+
+def unshifted_log_sum_exp(logits):  # right formula, but exp(1000) = inf
+    x = np.asarray(logits, dtype=np.float64)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def log_softmax_global_max(logits):  # one max for the whole batch: rows far below it underflow
+    x = np.asarray(logits, dtype=np.float64)
+    shifted = x - x.max()
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def log_softmax_forgets_the_shift_in_the_sum(logits):  # log sum exp(x - m) mixed with x: off by m
+    x = np.asarray(logits, dtype=np.float64)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def log_softmax_without_keepdims(logits):  # right for one row, broadcasts wrongly on a batch
+    x = np.asarray(logits, dtype=np.float64)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1))
+
+
+def test_log_softmax_solution_passes(capsys):
+    assert check_log_softmax(solution.stable_log_softmax)
+    assert capsys.readouterr().out.startswith("✓")
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        log_of_softmax,
+        unshifted_log_sum_exp,
+        log_softmax_global_max,
+        log_softmax_forgets_the_shift_in_the_sum,
+        log_softmax_without_keepdims,
+    ],
+)
+def test_log_softmax_wrong_answers_fail(wrong, capsys):
+    assert_fails(check_log_softmax, wrong, capsys)
+
+
+def test_log_softmax_of_softmax_fails_with_minus_inf(capsys):
+    assert_fails(check_log_softmax, log_of_softmax, capsys, "-inf")
+
+
+def test_log_softmax_stub_is_not_attempted(capsys):
+    assert_fails(check_log_softmax, stub, capsys, "not attempted yet")
+
+
+# --- Exercise 3 --------------------------------------------------------------------------------
 
 
 def seed_with_greedy(x, temperature=1.0):  # guards T = 0 only
@@ -183,7 +240,7 @@ def test_fixed_softmax_stub_is_not_attempted(capsys):
     assert_fails(check_fixed_softmax, stub, capsys, "not attempted yet")
 
 
-# --- Exercise 3 --------------------------------------------------------------------------------
+# --- Exercise 4 --------------------------------------------------------------------------------
 
 
 def naive_entropy(probs):  # 0 * log2(0) = 0 * -inf = NaN

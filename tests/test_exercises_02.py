@@ -47,6 +47,16 @@ def argmax_above(probs, u):  # np.argmax returns 0 when no running sum exceeds u
     return int(np.argmax(np.cumsum(probs) > u))
 
 
+def no_repair(probs, u):  # scales u by the total as `draw` does, but forgets that rounding can land past the end
+    return int((np.cumsum(probs) <= u * np.sum(probs)).sum())
+
+
+def scaled_by_last_running_sum(probs, u):
+    """Also correct: scaled by cdf[-1] instead of the sum, u * cdf[-1] < cdf[-1], so no repair is needed."""
+    cdf = np.cumsum(probs)
+    return int((cdf <= u * cdf[-1]).sum())
+
+
 def unscaled_but_careful(probs, u):
     """A correct alternative: no scaling by the total, but clip and step back from zeros."""
     token = min(int((np.cumsum(probs) <= u).sum()), len(probs) - 1)
@@ -60,15 +70,34 @@ def test_draw_with_u_solution_passes(capsys):
     assert capsys.readouterr().out.startswith("✓")
 
 
-def test_draw_with_u_accepts_an_equivalent_correct_answer():
-    assert ex02.check_draw_with_u(unscaled_but_careful)
+@pytest.mark.parametrize("correct", [unscaled_but_careful, scaled_by_last_running_sum])
+def test_draw_with_u_accepts_an_equivalent_correct_answer(correct):
+    assert ex02.check_draw_with_u(correct)
 
 
-@pytest.mark.parametrize("wrong", [searchsorted_left, count_strictly_below, unclipped, clipped_only, argmax_above])
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        searchsorted_left,
+        count_strictly_below,
+        unclipped,
+        clipped_only,
+        argmax_above,
+        no_repair,
+    ],
+)
 def test_draw_with_u_rejects_wrong_answers(wrong, capsys):
     assert not ex02.check_draw_with_u(wrong)
     out = capsys.readouterr().out
     assert out.startswith("✗") and "for input" in out
+
+
+def test_draw_with_u_needs_the_repair(capsys):
+    """Ten 0.1s, u = 1 - 2**-53: u * sum equals the last running sum, so the count is V (past the end)."""
+    probs, u = np.full(10, 0.1), ex02.JUST_BELOW_ONE
+    assert no_repair(probs, u) == 10 and ex02.reference_draw_with_u(probs, u) == 9
+    assert not ex02.check_draw_with_u(no_repair)
+    assert "expected 9, got 10" in capsys.readouterr().out
 
 
 def test_draw_with_u_stub_fails(capsys):
@@ -84,7 +113,7 @@ def test_draw_with_u_rejects_a_float_answer():
 
 
 def test_total_variation_solution_passes():
-    assert ex02.check_total_variation(load_solution("ex02_total_variation").total_variation)
+    assert ex02.check_total_variation(load_solution("ex02_total_variation").tv_by_events)
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ def nucleus(z, p):
 # --- Exercise 1: pipeline_probs -------------------------------------------------------------
 
 
-def no_renormalisation(logits, params):  # ERRATA #5: top-p on the raw masses of the top-k survivors
+def no_renormalisation(logits, params):  # the seed post's mistake: top-p on the raw masses of the top-k survivors
     x = np.asarray(logits, dtype=np.float64)
     if params.temperature == 0:
         return softmax(x, 0)
@@ -65,6 +65,18 @@ def divides_by_zero(logits, params):  # the seed: x / T with no greedy case (T =
     x = np.asarray(logits, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = x / params.temperature
+    if params.top_k is not None:
+        z = top_k_filter(z, params.top_k)
+    return softmax(specdec.min_p_filter(nucleus(z, params.top_p), params.min_p))
+
+
+def divides_before_subtracting_max(logits, params):  # (x / T) - max: a tiny T overflows x / T to inf
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature == 0:
+        return softmax(x, 0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = x / params.temperature
+        z = z - z.max(axis=-1, keepdims=True)
     if params.top_k is not None:
         z = top_k_filter(z, params.top_k)
     return softmax(specdec.min_p_filter(nucleus(z, params.top_p), params.min_p))
@@ -122,6 +134,10 @@ def test_pipeline_reference_passes():
     assert ex05.check_pipeline_probs(ex05.reference_pipeline)
 
 
+def test_the_exported_composition_passes():  # notebook 05's reference implementation, shown after the exercise
+    assert ex05.check_pipeline_probs(specdec.pipeline.composed_sampling_probs)
+
+
 @pytest.mark.parametrize(
     "wrong",
     [
@@ -130,6 +146,7 @@ def test_pipeline_reference_passes():
         top_p_before_top_k,
         temperature_last,
         divides_by_zero,
+        divides_before_subtracting_max,
         ignores_min_p,
         min_p_absolute,
         min_p_before_temperature,
@@ -178,7 +195,7 @@ def fix_that_breaks_ties(logits, top_k, top_p):  # renormalises, but top-k keeps
     return probs / probs.sum()
 
 
-def fix_with_inclusive_cumsum(logits, top_k, top_p):  # renormalises, but the blog's nucleus rule (ERRATA #1)
+def fix_with_inclusive_cumsum(logits, top_k, top_p):  # renormalises, but keeps a running sum <= p (seed post)
     logits = np.asarray(logits, dtype=np.float64)
     probs = softmax(logits)
     probs = np.where(logits >= np.sort(logits)[-min(top_k, logits.size)], probs, 0.0)

@@ -7,8 +7,11 @@ import pytest
 from helpers import load_solution as load
 
 from specdec.exercises import ex06
+from specdec.generation import generate
+from specdec.pipeline import SamplingParams, sample_token
 
 bits_solution = load("ex06_bits_and_perplexity")
+generate_solution = load("ex06_generate")
 bigram_solution = load("ex06_bigram")
 cache_solution = load("ex06_cached_score")
 
@@ -86,7 +89,105 @@ def test_bits_known_values():
     assert bits_solution.bits_and_perplexity(np.log(np.full(7, 1 / 98))) == pytest.approx((math.log2(98), 98))
 
 
-# --- Exercise 2: bigram_probs -------------------------------------------------------------------
+# --- Exercise 2: generate_tokens ---------------------------------------------------------------
+
+
+def rescores_everything(model, prompt_tokens, max_new_tokens, params, rng):  # no cache: a fresh state per token
+    sequence = list(prompt_tokens)
+    for _ in range(max_new_tokens):
+        logits = model.score(sequence, model.start())[-1]
+        sequence.append(int(sample_token(logits, params, rng)))
+    return sequence[len(prompt_tokens) :]
+
+
+def feeds_the_last_token_back(model, prompt_tokens, max_new_tokens, params, rng):  # one call too many
+    new, state = [], model.start()
+    logits = model.score(prompt_tokens, state)[-1] if max_new_tokens else None
+    for _ in range(max_new_tokens):
+        new.append(int(sample_token(logits, params, rng)))
+        logits = model.score(new[-1:], state)[0]
+    return new
+
+
+def prompt_token_by_token(model, prompt_tokens, max_new_tokens, params, rng):  # right tokens, too many calls
+    if max_new_tokens == 0:
+        return []
+    state = model.start()
+    for token in prompt_tokens:
+        logits = model.score([token], state)[-1]
+    new = []
+    while True:
+        new.append(int(sample_token(logits, params, rng)))
+        if len(new) == max_new_tokens:
+            return new
+        logits = model.score(new[-1:], state)[0]
+
+
+def argmax_always(model, prompt_tokens, max_new_tokens, params, rng):  # ignores the sampling settings
+    if max_new_tokens == 0:
+        return []
+    state, new = model.start(), []
+    logits = model.score(prompt_tokens, state)[-1]
+    while True:
+        new.append(int(np.argmax(logits)))
+        if len(new) == max_new_tokens:
+            return new
+        logits = model.score(new[-1:], state)[0]
+
+
+def plain_softmax_draw(model, prompt_tokens, max_new_tokens, params, rng):  # temperature 1, no filters
+    if max_new_tokens == 0:
+        return []
+    state, new = model.start(), []
+    logits = model.score(prompt_tokens, state)[-1]
+    while True:
+        new.append(int(sample_token(logits, SamplingParams(temperature=1.0), rng or np.random.default_rng(0))))
+        if len(new) == max_new_tokens:
+            return new
+        logits = model.score(new[-1:], state)[0]
+
+
+def scores_the_prompt_when_nothing_is_asked(model, prompt_tokens, max_new_tokens, params, rng):
+    state = model.start()
+    logits = model.score(prompt_tokens, state)[-1]
+    new = []
+    while len(new) < max_new_tokens:
+        new.append(int(sample_token(logits, params, rng)))
+        if len(new) < max_new_tokens:
+            logits = model.score(new[-1:], state)[0]
+    return new
+
+
+def test_generate_solution_passes():
+    assert ex06.check_generate_tokens(generate_solution.generate_tokens)
+
+
+def test_generate_matches_specdec_generate():
+    model = ex06.CountingModel()
+    params = SamplingParams(temperature=0.8, top_k=4)
+    ours = generate_solution.generate_tokens(model, [1, 2], 6, params, np.random.default_rng(9))
+    theirs = generate(ex06.CountingModel(), [1, 2], 6, params, np.random.default_rng(9))
+    assert ours == theirs.tokens.tolist()
+    assert (model.calls, model.positions) == (6, 2 + 6 - 1)
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        stub,
+        rescores_everything,
+        feeds_the_last_token_back,
+        prompt_token_by_token,
+        argmax_always,
+        plain_softmax_draw,
+        scores_the_prompt_when_nothing_is_asked,
+    ],
+)
+def test_generate_rejects(wrong, capsys):
+    assert not ex06.check_generate_tokens(wrong)
+
+
+# --- Exercise 3: bigram_probs -------------------------------------------------------------------
 
 
 def divide_by_occurrences(tokens, vocab_size):  # counts the last token as if it were followed by something
@@ -149,7 +250,7 @@ def test_bigram_rows_are_distributions():
     assert probs[1, 2] == pytest.approx(2 / 7)  # 1 is followed by 2 and 0: (1 + 1) / (2 + 5)
 
 
-# --- Exercise 3: cached_score -------------------------------------------------------------------
+# --- Exercise 4: cached_score -------------------------------------------------------------------
 
 
 def relative_positions(w, cache, tokens):  # every call starts at position 0: wpe[:n] instead of wpe[start:end]

@@ -146,6 +146,11 @@ def constant_alpha(acceptance, c, f):  # one alpha for all positions: the mean o
     return max(candidates(acceptance, f), key=speedup)
 
 
+def mean_rate_as_one_alpha(acceptance, c, f):  # one alpha for every gamma: the mean of all the measured rates
+    alpha = float(np.mean(acceptance))
+    return max(candidates(acceptance, f), key=lambda g: expected_tokens(alpha, g) / (g * c + f[g + 1]))
+
+
 def sums_instead_of_products(acceptance, c, f):  # treats every draft as kept when accepted, as if independent
     return max(candidates(acceptance, f), key=lambda g: (1 + float(np.sum(acceptance[:g]))) / (g * c + f[g + 1]))
 
@@ -174,7 +179,14 @@ def test_best_gamma_by_position_solution_passes():
 
 @pytest.mark.parametrize(
     "wrong",
-    [constant_alpha, sums_instead_of_products, prices_with_f_of_gamma, ignores_the_draft_cost, ties_to_the_largest],
+    [
+        constant_alpha,
+        mean_rate_as_one_alpha,
+        sums_instead_of_products,
+        prices_with_f_of_gamma,
+        ignores_the_draft_cost,
+        ties_to_the_largest,
+    ],
 )
 def test_best_gamma_by_position_wrong_answers_fail(wrong, capsys):
     assert not ex10.check_best_gamma_by_position(wrong)

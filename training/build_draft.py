@@ -2,8 +2,12 @@
 
 A draft is only useful if the target accepts what it proposes, so candidates are judged by
 the acceptance rate they get with the bundled target (speculative decoding at temperature 1
-and greedy, on held-out prompts), not by their own held-out loss. "Distilled" means counted
-on text the target itself sampled: the draft then imitates the target rather than the corpus.
+and greedy, on prompts from the held-out split), not by their own held-out loss. "Distilled"
+means counted on a stream of target runs: each run is a 48-token prompt from the training split
+followed by the tokens the target sampled after it, and the prompts are counted too (48 of every
+256 tokens, about 19% of the stream), so a distilled draft imitates mostly the target and a
+little the corpus. The draft is selected on held-out prompts, and notebook 10 benchmarks on
+prompts from the same held-out files: a mild optimistic bias there (see specdec/weights/DRAFT_CARD.md).
 
     python training/build_draft.py                       # compare the candidates, save the chosen one
     python training/build_draft.py --sample-tokens 200000 --orders 4 6 --no-save
@@ -37,7 +41,7 @@ def target_samples(target, corpus: np.ndarray, n_tokens: int, prompt_len: int, r
         start = int(rng.integers(0, corpus.size - prompt_len))
         prompt = corpus[start : start + prompt_len].astype(np.int64)
         tokens = generate(target, prompt, new, SamplingParams(1.0), rng).tokens  # (new,)
-        pieces.append(np.concatenate([prompt, tokens]))
+        pieces.append(np.concatenate([prompt, tokens]))  # the corpus prompt is counted as well
         total += tokens.size
     return np.concatenate(pieces)
 
@@ -76,7 +80,7 @@ def main() -> None:
     vocab = target.vocab_size
     heldout = corpus.heldout.astype(np.int64)
     starts = rng.integers(0, heldout.size - args.prompt_len, size=args.eval_prompts)
-    prompts = [heldout[s : s + args.prompt_len] for s in starts]
+    prompts = [heldout[s : s + args.prompt_len] for s in starts]  # selection prompts: held-out text
 
     with threadpool_limits(1):
         began = time.perf_counter()

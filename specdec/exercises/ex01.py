@@ -3,7 +3,7 @@
 import numpy as np
 
 from specdec.exercises import call, check_against, show, verdict
-from specdec.logits import softmax
+from specdec.logits import log_softmax, softmax
 
 INF = np.inf
 NAN = np.nan
@@ -57,7 +57,24 @@ def check_stable_softmax(fn) -> bool:
     return check_against("stable_softmax", copying(fn), softmax, STABLE_SOFTMAX_CASES, same=close)
 
 
-# --- Exercise 2: fix the seed blog post's softmax ---------------------------------------------
+# --- Exercise 2: log-softmax without the log of zero ------------------------------------------
+
+LOG_SOFTMAX_CASES = [
+    (np.array([2.0, 1.0, 0.1]),),  # an ordinary row
+    (np.array([0.0, -800.0, -1000.0]),),  # np.log(softmax(x)) gives -inf here; the answer is -800, -1000
+    (np.array([1000.0, 999.0, 998.0]),),  # exp(1000) = inf: subtract the maximum first
+    (np.array([0.0, -INF, 3.0]),),  # -inf stays -inf, the others are finite
+    (np.array([[1.0, 2.0, 3.0], [1000.0, 0.0, -1000.0], [5.0, 5.0, -INF]]),),  # a batch: each row alone
+    (np.array([[[0.5, 0.25]], [[100.0, 800.0]]], dtype=np.float32),),  # (2, 1, 2) float32 logits
+]
+
+
+def check_log_softmax(fn) -> bool:
+    """fn(logits) must equal log(softmax(logits)) over the last axis, finite for every finite logit."""
+    return check_against("stable_log_softmax", copying(fn), log_softmax, LOG_SOFTMAX_CASES, same=close)
+
+
+# --- Exercise 3: fix the seed blog post's softmax ---------------------------------------------
 
 FIXED_SOFTMAX_VALID = [
     (np.array([2.0, 1.0, 0.1]), 1.0),
@@ -107,7 +124,7 @@ def check_fixed_softmax(fn) -> bool:
     return verdict(name, None, n_cases)
 
 
-# --- Exercise 3: entropy in bits, with 0 * log 0 = 0 ------------------------------------------
+# --- Exercise 4: entropy in bits, with 0 * log 0 = 0 ------------------------------------------
 
 
 def reference_entropy_bits(probs):

@@ -114,6 +114,7 @@ def pipeline_cases() -> list[tuple]:
         (np.array([1.0, 4.0, 4.0]), SamplingParams(0, top_k=1, top_p=0.2)),  # greedy: ties to the lowest index
         (np.array([[9.0, 0.0, 9.0], [0.0, 1.0, 0.5]]), SamplingParams(0.0)),  # greedy, batched
         (np.array([1000.0, 999.0, 0.0]), SamplingParams(0.01)),  # tiny T, large logits: no overflow
+        (np.array([1.0, 2.0]), SamplingParams(1e-308)),  # x / T overflows to inf unless the max goes first
         (np.log(np.array([0.5, 0.25, 0.25])), SamplingParams(min_p=0.5)),  # min-p keeps equality
         (np.array([2.0, 2.0, 1.0]), SamplingParams(min_p=1.0)),  # min_p = 1: only the (tied) top
         (np.array([0.0, -1.0, -3.0, -6.0]), SamplingParams(2.0, min_p=0.3)),  # min-p after the temperature

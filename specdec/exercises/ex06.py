@@ -1,10 +1,11 @@
 """Checkers for the exercises of notebook 06 (language models as next-token distributions).
 
 check_bits_and_perplexity(fn):  fn(log_probs) -> (bits per token, perplexity)
+check_generate_tokens(fn):      fn(model, prompt_tokens, max_new_tokens, params, rng) -> the new token ids
 check_bigram_probs(fn):         fn(tokens, vocab_size) -> (V, V) add-one smoothed bigram probabilities
 check_cached_score(fn):         fn(w, cache, tokens) -> (n, V) logits of a one-layer attention model with a KV cache
 
-The tiny attention model of exercise 3 (its weights, a cache-free forward pass, and the buggy
+The tiny attention model of exercise 4 (its weights, a cache-free forward pass, and the buggy
 cached step the learner has to fix) lives here too, so the notebook cannot change it by accident.
 """
 
@@ -82,7 +83,118 @@ def check_bits_and_perplexity(fn) -> bool:
     return verdict(name, None, len(cases))
 
 
-# --- Exercise 2: a bigram model by hand --------------------------------------------------------
+# --- Exercise 2: the generation loop -----------------------------------------------------------
+
+
+class ToyState:
+    """The decoding state of CountingModel: the tokens seen."""
+
+    def __init__(self):
+        self.tokens: list[int] = []
+
+    @property
+    def length(self) -> int:
+        return len(self.tokens)
+
+    def rollback(self, length: int) -> None:
+        del self.tokens[length:]
+
+
+class CountingModel:
+    """A small LanguageModel (logits from a random table of the last two tokens) that counts its work.
+
+    It counts the score calls, the positions they score and the states it starts, so the checker
+    can tell a loop that gets the right tokens the wasteful way from one that does not.
+    """
+
+    name, vocab_size, max_context = "counting toy", 7, 12
+
+    def __init__(self, seed: int = 64):
+        self.table = np.random.default_rng(seed).normal(0, 1.5, (7, 7, 7))  # (V, V, V) logits after (a, b)
+        self.calls = self.positions = self.states = 0
+
+    def start(self) -> ToyState:
+        self.states += 1
+        return ToyState()
+
+    def score(self, tokens, state) -> np.ndarray:
+        if not isinstance(state, ToyState):
+            raise TypeError(f"state must come from this model's start(), got {type(state).__name__}")
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 1 or tokens.size == 0 or tokens.dtype.kind not in "iu":
+            raise ValueError(f"score needs a non-empty 1-D sequence of token ids, got {show(tokens)}")
+        if state.length + tokens.size > self.max_context:
+            raise ValueError(f"context overflow: {state.length} + {tokens.size} > max_context {self.max_context}")
+        self.calls += 1
+        self.positions += tokens.size
+        rows = []
+        for token in tokens.tolist():
+            previous = state.tokens[-1] if state.tokens else 0
+            state.tokens.append(int(token))
+            rows.append(self.table[previous, token])
+        return np.array(rows)  # (n, V)
+
+
+def generate_cases() -> list[tuple]:
+    """(prompt, max_new_tokens, params, seed or None for greedy)."""
+    from specdec.pipeline import SamplingParams  # here: importing ex06 must not need the pipeline
+
+    return [
+        ([1, 2, 3], 5, SamplingParams(temperature=0.0), None),  # greedy: no generator needed
+        ([4], 6, SamplingParams(temperature=1.0), 0),
+        ([0, 5, 2], 4, SamplingParams(temperature=0.7, top_p=0.9), 1),
+        ([3, 3], 1, SamplingParams(temperature=1.0), 2),  # one new token: one call, the prompt's
+        ([2], 0, SamplingParams(temperature=1.0), 3),  # nothing to generate: no call at all
+        ([1, 2, 3, 4, 5, 6], 7, SamplingParams(temperature=1.5, top_k=3), 4),  # fills the context exactly
+        ([6, 1], 8, SamplingParams(temperature=1.0, min_p=0.1), 5),
+    ]
+
+
+def check_generate_tokens(fn) -> bool:
+    """fn(model, prompt_tokens, max_new_tokens, params, rng) must return the tokens `generate` would,
+    with one call for the prompt and one per new token but the last, scoring each position once."""
+    from specdec.generation import generate
+
+    name = "generate_tokens"
+    cases = generate_cases()
+    for prompt, n_new, params, seed in cases:
+        model = CountingModel()
+        rng = None if seed is None else np.random.default_rng(seed)
+        got, error = call(fn, (model, list(prompt), n_new, params, rng))
+        where = f"prompt {prompt}, max_new_tokens {n_new}, {params}"
+        if error is not None:
+            return verdict(name, error if error.startswith("not attempted") else f"{error} ({where})", len(cases))
+        reference_model = CountingModel()
+        reference = generate(
+            reference_model, prompt, n_new, params, None if seed is None else np.random.default_rng(seed)
+        )
+        expected = reference.tokens.tolist()
+        try:
+            got_list = [int(t) for t in np.asarray(got).reshape(-1)] if got is not None else None
+        except (TypeError, ValueError):
+            got_list = None
+        if got_list != expected:
+            draw = "" if seed is None else f" (drawn with sample_token and np.random.default_rng({seed}))"
+            return verdict(name, f"{where}: expected the tokens {expected}{draw}, got {show(got)}", len(cases))
+        if model.calls != reference_model.calls:
+            return verdict(
+                name,
+                f"{where}: the right tokens, but {model.calls} model calls where {reference_model.calls} suffice: "
+                "the prompt in one call, then one call per new token except the last (nothing comes after it)",
+                len(cases),
+            )
+        if model.positions != reference_model.positions or model.states > 1:
+            return verdict(
+                name,
+                f"{where}: the right tokens, but the model scored {model.positions} positions with {model.states} "
+                f"state(s) where {reference_model.positions} with one state suffice: keep one "
+                "decoding state and feed it only the new token",
+                len(cases),
+            )
+    return verdict(name, None, len(cases))
+
+
+# --- Exercise 3: a bigram model by hand --------------------------------------------------------
 
 
 def reference_bigram_probs(tokens, vocab_size: int) -> np.ndarray:
@@ -132,7 +244,7 @@ def check_bigram_probs(fn) -> bool:
     return verdict(name, None, len(cases))
 
 
-# --- Exercise 3: spot the bug in a KV-cache step ----------------------------------------------
+# --- Exercise 4: spot the bug in a KV-cache step ----------------------------------------------
 
 VOCAB, CONTEXT, WIDTH = 12, 16, 8  # a toy model: 12 tokens, 16 positions, 8-dimensional vectors
 

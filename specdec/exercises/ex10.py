@@ -149,6 +149,8 @@ def best_gamma_cases() -> list[tuple]:
         (np.zeros(5), 0.01, F_CPU),  # nothing accepted: gamma = 1 loses least
         (np.array([0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]), 0.02, {2: 1.1, 4: 1.2, 8: 1.5}),  # gamma = 1, 3, 7 only
         (np.array([0.85, 0.9, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95]), 0.25, F_CPU),  # an expensive draft
+        # Falling rates: the mean rate (0.64) as one alpha picks gamma = 3; the products pick 5.
+        (np.array([0.98, 0.95, 0.9, 0.8, 0.6, 0.4, 0.3, 0.2]), 0.05, F_CPU),
     ]
 
 

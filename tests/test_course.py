@@ -1,0 +1,126 @@
+"""The course keeps its promises: core budgets, times that add up, numbers that are true, no machine paths.
+
+Budgets and the Going-further rule are the course design's (see tools/course_stats.py for how
+words and lines are counted). Quoted numbers: every decimal number with three or more
+significant digits, and every percentage, written in a notebook's markdown must appear in that
+notebook's own outputs, so prose cannot drift from what the code computes.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import course_stats  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+STATS = course_stats.course_stats()
+
+# Figures quoted from published sources, not computed by the notebook (none with 3+ digits so far).
+CITED: dict[str, set[str]] = {path.name[:2]: set() for path in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("group", list(course_stats.BUDGETS))
+def test_the_core_path_fits_its_budget(group):
+    numbers, max_words, max_lines = course_stats.BUDGETS[group]
+    words = course_stats.totals(STATS, numbers, "core_words")
+    lines = course_stats.totals(STATS, numbers, "core_lines")
+    assert words <= max_words, f"{group}: {words} core words > {max_words}"
+    assert lines <= max_lines, f"{group}: {lines} core code lines > {max_lines}"
+
+
+@pytest.mark.parametrize("number", list(STATS))
+def test_every_notebook_states_its_core_and_optional_time(number):
+    assert STATS[number]["core_minutes"], f"notebook {number}: no '**Time:** core about N minutes; ...' line"
+
+
+def quoted_totals() -> dict[str, int]:
+    half = course_stats.totals(STATS, course_stats.HALF_DAY, "core_minutes")
+    full = course_stats.totals(STATS, course_stats.HALF_DAY + course_stats.SECOND_HALF, "core_minutes")
+    return {"00-05": half, "00-10": full}
+
+
+def markdown_of_notebook(path: Path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return "\n".join(course_stats.cell_source(cell) for cell in cells if cell["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["README.md", "docs/instructors.md", "notebooks/00_welcome.ipynb"],
+)
+def test_the_quoted_course_times_are_the_sums_of_the_notebook_headers(where):
+    path = ROOT / where
+    text = markdown_of_notebook(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8")
+    totals = quoted_totals()
+    for group, minutes in totals.items():
+        phrase = f"core path of notebooks {group.replace('-', '–')}: about {minutes} minutes"
+        assert phrase in text, f"{where} must say '{phrase}' (the sum of the notebooks' stated core times)"
+    stated = re.findall(r"core path of notebooks (\d\d)–(\d\d): about (\d+) minutes", text)
+    for first, last, minutes in stated:
+        assert int(minutes) == totals[f"{first}-{last}"], f"{where}: {first}–{last} quoted as {minutes} minutes"
+
+
+def output_text(path: Path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    parts = []
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            text = output.get("text") or output.get("data", {}).get("text/plain", "")
+            parts.append(text if isinstance(text, str) else "".join(text))
+    return "\n".join(parts)
+
+
+QUOTED = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?:\.\d+)?%)(?![\w.]*\d)")
+
+
+def significant_digits(token: str) -> int:
+    digits = token.rstrip("%").replace(".", "").lstrip("0")
+    return len(digits)
+
+
+def quoted_numbers(markdown: str) -> set[str]:
+    markdown = re.sub(r"\$[^$]*\$", " ", markdown)  # formulas are not quoted results
+    markdown = re.sub(r"`[^`]*`", " ", markdown)  # nor is code
+    markdown = re.sub(r"(arXiv:)?\b\d{4}\.\d{4,5}\b", " ", markdown)  # nor an arXiv identifier (2302.01318)
+    found = set()
+    for token in QUOTED.findall(markdown):
+        if token.endswith("%") or significant_digits(token) >= 3:
+            found.add(token)
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name[:2])
+def test_numbers_quoted_in_prose_are_printed_by_the_notebook(path):
+    outputs = output_text(path)
+    missing = sorted(
+        token for token in quoted_numbers(markdown_of_notebook(path)) - CITED[path.name[:2]] if token not in outputs
+    )
+    assert not missing, f"{path.name}: markdown quotes {missing}, which no output of the notebook prints"
+
+
+ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:root|home|Users|tmp|work|opt|usr/local|var/folders)/[\w.-]+")
+SCANNED = [*NOTEBOOKS, *(ROOT / "docs").glob("*.md"), *(ROOT / "specdec" / "weights").glob("*.md"), ROOT / "README.md"]
+
+
+@pytest.mark.parametrize("path", SCANNED, ids=lambda path: path.relative_to(ROOT).as_posix())
+def test_no_absolute_path_of_any_machine_in_committed_text_or_outputs(path):
+    text = path.read_text(encoding="utf-8")
+    found = ABSOLUTE_PATH.findall(text)
+    assert not found, f"{path.name} contains machine paths: {found[:3]}"
+
+
+LAB_LOG = re.compile(
+    r"(?i:this course was written|the course was written|reference machine|machine this course|cores kept busy"
+    r"|a second run the same day)|ERRATA #\d+(?!\d*\]\()"
+)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name[:2])
+def test_notebooks_speak_about_the_subject_not_about_how_they_were_made(path):
+    found = LAB_LOG.findall(path.read_text(encoding="utf-8"))
+    assert not found, f"{path.name}: {sorted(set(found))}"
