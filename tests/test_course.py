@@ -104,7 +104,15 @@ def test_numbers_quoted_in_prose_are_printed_by_the_notebook(path):
 
 
 ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:root|home|Users|tmp|work|opt|usr/local|var/folders)/[\w.-]+")
-SCANNED = [*NOTEBOOKS, *(ROOT / "docs").glob("*.md"), *(ROOT / "specdec" / "weights").glob("*.md"), ROOT / "README.md"]
+APPENDICES = sorted((ROOT / "notebooks" / "appendices").glob("*.ipynb"))
+SCANNED = [
+    *NOTEBOOKS,
+    *APPENDICES,
+    *(ROOT / "docs").glob("*.md"),
+    *(ROOT / "specdec" / "weights").glob("*.md"),
+    ROOT / "README.md",
+    ROOT / "benchmarks" / "README.md",
+]
 
 
 @pytest.mark.parametrize("path", SCANNED, ids=lambda path: path.relative_to(ROOT).as_posix())
@@ -120,7 +128,7 @@ LAB_LOG = re.compile(
 )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name[:2])
+@pytest.mark.parametrize("path", NOTEBOOKS + APPENDICES, ids=lambda path: path.name[:2])
 def test_notebooks_speak_about_the_subject_not_about_how_they_were_made(path):
     found = LAB_LOG.findall(path.read_text(encoding="utf-8"))
     assert not found, f"{path.name}: {sorted(set(found))}"

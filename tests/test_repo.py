@@ -12,6 +12,7 @@ import specdec
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+APPENDICES = sorted((ROOT / "notebooks" / "appendices").glob("*.ipynb"))  # executed by CI's extras stage
 ALLOWED_TAGS = {"nbval-ignore-output", "raises-exception"}
 
 
@@ -53,11 +54,12 @@ def test_the_public_api_of_the_sampling_half():
     assert all(callable(getattr(specdec, name)) for name in expected)
 
 
-def test_there_are_notebooks_00_to_05():
-    assert [path.name[:2] for path in NOTEBOOKS][:6] == ["00", "01", "02", "03", "04", "05"]
+def test_there_are_notebooks_00_to_10_and_two_appendices():
+    assert [path.name[:2] for path in NOTEBOOKS] == [f"{n:02d}" for n in range(11)]
+    assert [path.name[:2] for path in APPENDICES] == ["A_", "B_"]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+@pytest.mark.parametrize("path", NOTEBOOKS + APPENDICES, ids=lambda path: path.name)
 def test_notebook_is_committed_executed_and_shaped_like_a_chapter(path):
     notebook = json.loads(path.read_text(encoding="utf-8"))
     cells = notebook["cells"]

@@ -1,0 +1,17 @@
+"""Appendix B: speculative decoding as a service (notebooks/appendices/B_serving.ipynb).
+
+Optional: the submodules import their own extra dependencies (requirements-extras.txt), and
+`import specdec` never imports this package.
+
+* `faults`   fault injection: a target whose forward pass fails on a seeded fraction of calls,
+             sometimes after writing part of its cache (numpy only)
+* `retry`    `RetryingModel`: retries a model's `score` with exponential back-off and jitter
+             (tenacity), rolling its decoding state back first, so the output stays exact; and
+             `redrawing_speculative_generate`, the naive retry kept as a negative control
+* `metrics`  Prometheus counters and histograms (prometheus_client)
+* `service`  request validation and generation, independent of HTTP
+* `server`   the HTTP server (standard library): POST /generate, GET /metrics;
+             `python -m specdec.serving` starts it on 127.0.0.1
+* `loadtest` a bounded load test against a local server, and the same figures read from /metrics
+* `cluster`  scale-out on dask.distributed: many requests on many workers, and a remote target
+"""

@@ -1,0 +1,82 @@
+"""Prometheus metrics for the service (prometheus_client), in a registry of their own.
+
+Counters only ever grow, so Prometheus derives rates from them: tokens per second is
+`rate(specdec_generated_tokens_total[1m])`, the acceptance rate
+`rate(specdec_accepted_tokens_total[5m]) / rate(specdec_drafted_tokens_total[5m])`. Latencies are
+histograms (cumulative bucket counters), so any percentile comes from the server side's buckets:
+`histogram_quantile(0.99, rate(specdec_request_seconds_bucket[5m]))`. A summary's quantiles could
+not be aggregated over several servers; a histogram's buckets can.
+"""
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+# Bucket edges in seconds: a round takes about a millisecond here, a request up to a second or so.
+ROUND_BUCKETS = (0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012, 0.02, 0.05, 0.1, 0.5)
+REQUEST_BUCKETS = (0.01, 0.02, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0)
+
+
+class ServiceMetrics:
+    """The service's counters and histograms, registered in `registry` (a fresh one by default)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = CollectorRegistry() if registry is None else registry
+        r = self.registry
+        self.requests = Counter("specdec_requests", "HTTP requests to /generate, by outcome", ["outcome"], registry=r)
+        self.generated = Counter("specdec_generated_tokens", "New tokens returned to clients", registry=r)
+        self.drafted = Counter("specdec_drafted_tokens", "Draft tokens proposed", registry=r)
+        self.accepted = Counter("specdec_accepted_tokens", "Draft tokens accepted by the target", registry=r)
+        self.rounds = Counter("specdec_target_calls", "Target calls (speculative rounds)", registry=r)
+        self.failures = Counter("specdec_target_failures", "Target calls that raised a transient error", registry=r)
+        self.retries = Counter("specdec_target_retries", "Target calls retried after a transient error", registry=r)
+        self.gave_up = Counter("specdec_target_gave_up", "Generations abandoned after the retries ran out", registry=r)
+        self.in_progress = Gauge("specdec_requests_in_progress", "Requests being generated now", registry=r)
+        self.request_seconds = Histogram(
+            "specdec_request_seconds", "Generation time per request", buckets=REQUEST_BUCKETS, registry=r
+        )
+        self.round_seconds = Histogram(
+            "specdec_round_seconds", "Time per speculative round (draft + verify)", buckets=ROUND_BUCKETS, registry=r
+        )
+        for outcome in ("ok", "bad_request", "unavailable", "error"):
+            self.requests.labels(outcome)  # every series exists from the start, at 0
+
+    def record_generation(self, result, round_seconds: list[float]) -> None:
+        """Count one finished generation (a SpeculativeResult) and its rounds' durations."""
+        self.requests.labels("ok").inc()
+        self.generated.inc(result.tokens.size)
+        self.drafted.inc(result.drafted)
+        self.accepted.inc(result.accepted)
+        self.rounds.inc(result.target_calls)
+        self.request_seconds.observe(result.seconds)
+        for seconds in round_seconds:
+            self.round_seconds.observe(seconds)
+
+    def exposition(self) -> bytes:
+        """The metrics in Prometheus' text format (what GET /metrics returns)."""
+        return generate_latest(self.registry)
+
+
+class RoundClock:
+    """A LanguageModel wrapper that times rounds: the interval between the ends of two target calls.
+
+    In speculative decoding each round ends with one target call, so these intervals (the first
+    measured from `reset()`) are the rounds' durations: drafting plus verifying.
+    """
+
+    def __init__(self, model, clock):
+        self.model, self.clock = model, clock
+        self.name, self.vocab_size, self.max_context = model.name, model.vocab_size, model.max_context
+        self.rounds: list[float] = []
+        self.last = clock()
+
+    def reset(self) -> None:
+        self.rounds, self.last = [], self.clock()
+
+    def start(self):
+        return self.model.start()
+
+    def score(self, tokens, state):
+        logits = self.model.score(tokens, state)
+        now = self.clock()
+        self.rounds.append(now - self.last)
+        self.last = now
+        return logits
