@@ -3,7 +3,7 @@
 
 Written in notebook 10. Inputs: `heldout_prompts` draws prompts from held-out text. Reading
 results: `acceptance_counts`, `acceptance_by_position` and `pooled_alpha` turn the per-round
-counts of SpeculativeResult into acceptance rates (alpha = accepted / tested drafts).
+counts of SpeculativeResult into acceptance rates.
 Measuring: `side_by_side` times plain `generate` against `speculative_generate` on the same
 prompts, interleaved, with one BLAS thread; `measure_costs` and `draft_step_seconds` measure
 the cost model's f(n) and c as notebook 07 does; `round_breakdown` (with `TimedModel`) splits
@@ -235,7 +235,7 @@ def draft_step_seconds(
     """Seconds of one WHOLE draft step under `params`: scoring a token AND drawing the next one from it.
 
     That is what speculative decoding pays per drafted token, so it is the c of the cost model
-    (notebook 07, section 8): the median over `repeats` runs of `generate(draft, ...)` of
+    (notebook 07, section 6): the median over `repeats` runs of `generate(draft, ...)` of
     `n_tokens` tokens after `prompt_tokens`, per token, after a warm-up run, one BLAS thread.
     """
     params = check_params(params)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from helpers import load_solution
 
+import specdec
 from specdec.exercises.ex01 import check_entropy_bits, check_fixed_softmax, check_log_softmax, check_stable_softmax
 
 solution = load_solution("ex01_softmax_temperature")
@@ -218,9 +219,21 @@ def test_fixed_softmax_solution_passes(capsys):
     assert capsys.readouterr().out.startswith("✓")
 
 
+def delegates_to_the_package(x, temperature=1.0):  # passes every value check: the reference itself
+    return specdec.softmax(x, temperature)
+
+
+def delegates_to_the_module(x, temperature=1.0):  # the same, imported from specdec.logits
+    from specdec.logits import softmax
+
+    return softmax(x, temperature)
+
+
 @pytest.mark.parametrize(
     "wrong",
     [
+        delegates_to_the_package,
+        delegates_to_the_module,
         seed_softmax,
         seed_with_greedy,
         unvalidated,
@@ -234,6 +247,11 @@ def test_fixed_softmax_solution_passes(capsys):
 )
 def test_fixed_softmax_wrong_answers_fail(wrong, capsys):
     assert_fails(check_fixed_softmax, wrong, capsys)
+
+
+def test_fixed_softmax_refuses_delegation_and_restores_softmax(capsys):
+    assert_fails(check_fixed_softmax, delegates_to_the_package, capsys, "it calls softmax")
+    assert specdec.softmax([0.0, 0.0]).tolist() == [0.5, 0.5]  # restored after the check
 
 
 def test_fixed_softmax_stub_is_not_attempted(capsys):

@@ -60,6 +60,17 @@ def in_float32(probs, p):  # the right rule, in float32
     return solution.nucleus_keep(np.asarray(probs, dtype=np.float32).astype(np.float64), p)
 
 
+def quadratic_definition(probs, p):  # right on small rows (notebook 04's mass_strictly_above), O(V^2) memory
+    probs = np.asarray(probs, dtype=np.float64)
+    beats = probs[..., None, :] > probs[..., :, None]
+    return np.where(beats, probs[..., None, :], 0.0).sum(axis=-1) < p
+
+
+def test_nucleus_keep_refuses_a_quadratic_answer(capsys):
+    assert not ex04.check_nucleus_keep(quadratic_definition)
+    assert "O(V^2)" in capsys.readouterr().out
+
+
 def test_nucleus_keep_solution_passes():
     assert ex04.check_nucleus_keep(solution.nucleus_keep)
 
@@ -130,6 +141,23 @@ def fixed_but_float32(logits, p=0.9):  # the right rule, probabilities rounded t
     return np.where(keep, logits, -np.inf)
 
 
+def delegates_to_the_package(logits, p=0.9):  # returns exactly what is asked, by calling the reference
+    return specdec.top_p_filter(logits, p).astype(np.float64)
+
+
+def delegates_to_the_module(logits, p=0.9):
+    from specdec.nucleus import top_p_filter
+
+    return top_p_filter(logits, p).astype(np.float64)
+
+
+@pytest.mark.parametrize("wrong", [delegates_to_the_package, delegates_to_the_module])
+def test_fixed_filter_refuses_delegation(wrong, capsys):
+    assert not ex04.check_fixed_nucleus_filter(wrong)
+    assert "it calls top_p_filter" in capsys.readouterr().out
+    assert specdec.top_p_filter([0.0, -5.0], 0.5).tolist() == [0.0, -np.inf]  # restored
+
+
 def test_fixed_filter_solution_passes():
     assert ex04.check_fixed_nucleus_filter(solution.fixed_nucleus_filter)
 
@@ -169,9 +197,10 @@ def direct_definition(probs, p):
     return keep.reshape(probs.shape)
 
 
-def test_other_correct_answers_pass_too():
+def test_other_correct_answers_pass_too(monkeypatch):
     """Correct solutions that sum in another order must not be failed by rounding: the cases keep clear of it."""
     assert ex04.check_fixed_nucleus_filter(blog_fixed_in_place)
+    monkeypatch.setattr(ex04, "WIDE_VOCAB", 300)  # direct_definition is O(V^2): right, but refused on a wide row
     assert ex04.check_nucleus_keep(direct_definition)
 
 

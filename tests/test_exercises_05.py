@@ -207,6 +207,23 @@ def fix_with_inclusive_cumsum(logits, top_k, top_p):  # renormalises, but keeps 
         return probs / probs.sum()
 
 
+def delegates_to_sampling_probs(logits, top_k, top_p):  # the instructions' formula, called directly
+    return specdec.sampling_probs(logits, SamplingParams(1.0, top_k, top_p))
+
+
+def delegates_to_the_composition(logits, top_k, top_p):
+    from specdec.pipeline import composed_sampling_probs
+
+    return composed_sampling_probs(logits, SamplingParams(1.0, top_k, top_p))
+
+
+@pytest.mark.parametrize("wrong", [delegates_to_sampling_probs, delegates_to_the_composition])
+def test_fixed_refuses_delegation(wrong, capsys):
+    assert not ex05.check_fixed_top_k_top_p(wrong)
+    assert "it calls" in capsys.readouterr().out
+    assert specdec.sampling_probs([0.0, 0.0]).tolist() == [0.5, 0.5]  # restored
+
+
 def test_fixed_solution_passes():
     assert ex05.check_fixed_top_k_top_p(fixed_solution.fixed_top_k_top_p)
 

@@ -6,7 +6,10 @@ check_fixed_nucleus_filter(fn):   fn(logits, p) -> logits (one row) with -inf ou
 
 import numpy as np
 
+import specdec
+import specdec.nucleus
 from specdec.exercises import call, show, verdict
+from specdec.exercises.ex01 import refusing
 from specdec.nucleus import top_p_filter
 
 
@@ -83,7 +86,31 @@ def check_nucleus_keep(fn) -> bool:
                 f" got {show(got)}{note}",
                 len(cases),
             )
-    return verdict("nucleus_keep", None, len(cases))
+    return wide_row_verdict(fn, len(cases) + 1)
+
+
+WIDE_VOCAB = 1_000_000  # a V x V array of this row would take a terabyte
+
+
+def wide_row_verdict(fn, n_cases: int) -> bool:
+    """A real vocabulary's row: an O(V^2) answer (a V x V comparison, like mass_strictly_above) runs out of memory."""
+    probs = np.random.default_rng(44).dirichlet(np.full(WIDE_VOCAB, 0.01))  # (V,) a peaked row
+    try:
+        got = np.asarray(fn(probs.copy(), 0.9))
+    except MemoryError:
+        return verdict(
+            "nucleus_keep",
+            f"on one row of {WIDE_VOCAB:,} probabilities your function ran out of memory: it builds a V x V array"
+            " (O(V^2), like mass_strictly_above); sort the row instead (O(V log V))",
+            n_cases,
+        )
+    except Exception as error:  # the learner's code may fail in any way; report it
+        return verdict("nucleus_keep", f"raised {type(error).__name__}: {error} on a row of {WIDE_VOCAB:,}", n_cases)
+    top = np.sort(probs)[::-1]  # (V,) descending: the definition by sorting, O(V log V)
+    above = np.concatenate([[0.0], np.cumsum(top[:-1])])  # (V,) exclusive running sum
+    if not np.array_equal(got, probs >= top[(above < 0.9).sum() - 1]):
+        return verdict("nucleus_keep", f"wrong mask on one row of {WIDE_VOCAB:,} probabilities with p=0.9", n_cases)
+    return verdict("nucleus_keep", None, n_cases)
 
 
 def fixed_filter_cases() -> list[tuple]:
@@ -105,7 +132,11 @@ def fixed_filter_cases() -> list[tuple]:
 
 def check_fixed_nucleus_filter(fn) -> bool:
     """fn(logits, p) on one row of logits must equal specdec.top_p_filter: same -inf places, kept logits unchanged."""
-    cases = fixed_filter_cases()
+    with refusing(fn, ("top_p_filter",), (specdec, specdec.nucleus)):
+        return fixed_filter_verdict(fn, fixed_filter_cases())
+
+
+def fixed_filter_verdict(fn, cases: list[tuple]) -> bool:
     for logits, p in cases:
         pristine = logits.copy()
         got, error = call(fn, (logits, p))

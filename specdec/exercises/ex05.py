@@ -10,7 +10,10 @@ notebook cannot change them by accident.
 
 import numpy as np
 
+import specdec
+import specdec.pipeline
 from specdec.exercises import call, show, verdict
+from specdec.exercises.ex01 import refusing
 from specdec.logits import softmax
 from specdec.nucleus import top_p_filter
 from specdec.pipeline import SamplingParams, min_p_filter, sampling_probs
@@ -175,7 +178,8 @@ def fixed_cases() -> list[tuple]:
 
 def check_fixed_top_k_top_p(fn) -> bool:
     """fn(logits, top_k, top_p) on one row must give sampling_probs(logits, SamplingParams(1.0, top_k, top_p))."""
-    return check_probs_cases("fixed_top_k_top_p", fn, fixed_cases(), top_k_top_p, names=("top_k", "top_p"))
+    with refusing(fn, ("sampling_probs", "composed_sampling_probs"), (specdec, specdec.pipeline)):
+        return check_probs_cases("fixed_top_k_top_p", fn, fixed_cases(), top_k_top_p, names=("top_k", "top_p"))
 
 
 # --- Exercise 3: which order made this output? -----------------------------------------------
