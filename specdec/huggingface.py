@@ -42,7 +42,7 @@ from transformers import DynamicCache, GenerationConfig, GPT2Config, GPT2LMHeadM
 from specdec.generation import generate
 from specdec.gpt import GPT, layer_names
 from specdec.pipeline import SamplingParams
-from specdec.protocol import check_new_tokens, check_rollback
+from specdec.protocol import TokenHistory, check_new_tokens, check_rollback
 from specdec.speculative import speculative_generate
 
 # specdec.gpt array name -> GPT-2 parameter name, for layer i (Conv1D weights are (in, out): no transpose).
@@ -211,18 +211,8 @@ class TransformersLM:
         return f"TransformersLM({type(self.hf_model).__name__} {self.name!r}, V={self.vocab_size})"
 
 
-class MemoState:
+class MemoState(TokenHistory):
     """A LogitsMemo's decoding state: just the tokens read so far."""
-
-    def __init__(self):
-        self.tokens: list[int] = []
-
-    @property
-    def length(self) -> int:
-        return len(self.tokens)
-
-    def rollback(self, length: int) -> None:
-        del self.tokens[check_rollback(length, self.length) :]
 
 
 class LogitsMemo:

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from specdec.protocol import check_new_tokens, check_rollback
+from specdec.protocol import TokenHistory, check_new_tokens
 
 
 def context_ids(tokens: np.ndarray, k: int, vocab_size: int) -> np.ndarray:
@@ -110,16 +110,5 @@ class NGramModel:
         return np.log(np.array(rows))  # (n, V)
 
 
-class NGramState:
+class NGramState(TokenHistory):
     """What an n-gram remembers of one text: the tokens seen (only the last order - 1 matter)."""
-
-    def __init__(self):
-        self.tokens: list[int] = []
-
-    @property
-    def length(self) -> int:
-        return len(self.tokens)
-
-    def rollback(self, length: int) -> None:
-        """Keep only the first `length` tokens seen."""
-        del self.tokens[check_rollback(length, len(self.tokens)) :]

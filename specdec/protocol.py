@@ -55,3 +55,18 @@ def check_new_tokens(tokens, vocab_size: int) -> np.ndarray:
 def check_rollback(length, seen: int) -> int:
     """The length to roll back to, after checking 0 <= length <= seen: a rollback can only forget."""
     return check_integer(length, f"rollback length (tokens seen: {seen})", 0, seen)
+
+
+class TokenHistory:
+    """The simplest decoding state: the list of tokens seen (all an n-gram or a small test model needs)."""
+
+    def __init__(self):
+        self.tokens: list[int] = []
+
+    @property
+    def length(self) -> int:
+        return len(self.tokens)
+
+    def rollback(self, length: int) -> None:
+        """Keep only the first `length` tokens seen."""
+        del self.tokens[check_rollback(length, len(self.tokens)) :]

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from specdec.exercises import call, show, verdict
+from specdec.protocol import TokenHistory
 
 # --- Exercise 1: bits per token and perplexity --------------------------------------------------
 
@@ -86,18 +87,8 @@ def check_bits_and_perplexity(fn) -> bool:
 # --- Exercise 2: the generation loop -----------------------------------------------------------
 
 
-class ToyState:
+class ToyState(TokenHistory):
     """The decoding state of CountingModel: the tokens seen."""
-
-    def __init__(self):
-        self.tokens: list[int] = []
-
-    @property
-    def length(self) -> int:
-        return len(self.tokens)
-
-    def rollback(self, length: int) -> None:
-        del self.tokens[length:]
 
 
 class CountingModel:

@@ -42,6 +42,20 @@ def machine() -> str:
     return f"CPU: {cpu}; BLAS: {'; '.join(blas) or 'unknown'}; load average (1 min) {load:.1f} on {os.cpu_count()} CPUs"
 
 
+def uninstrumented(service: GenerationService, request):
+    """The request's generation with the library alone: no metrics, no retries, no round clock."""
+    return specdec.speculative_generate(
+        service.target,
+        service.draft,
+        request.prompt,
+        request.max_new_tokens,
+        request.params,
+        request.gamma,
+        np.random.default_rng(request.seed),
+        end_token=0,
+    )
+
+
 def instrumentation_overhead(service: GenerationService, body: dict, repeats: int = 15) -> dict:
     """Median seconds per generation (wall and CPU): plain speculative_generate vs the instrumented path.
 
@@ -55,16 +69,7 @@ def instrumentation_overhead(service: GenerationService, body: dict, repeats: in
     request = service.parse(json.dumps(body).encode())
 
     def plain():
-        return specdec.speculative_generate(
-            service.target,
-            service.draft,
-            request.prompt,
-            request.max_new_tokens,
-            request.params,
-            request.gamma,
-            np.random.default_rng(request.seed),
-            end_token=0,
-        )
+        return uninstrumented(service, request)
 
     runs = {"plain": plain, "plain again": plain, "instrumented": lambda: service.generate(request)}
     for run in runs.values():
@@ -138,16 +143,7 @@ def instrumentation_cost(service: GenerationService, body: dict, repeats: int = 
         number=calls,
     )
     per_call = times["wrapped"] - times["bare"]
-    result = specdec.speculative_generate(
-        service.target,
-        service.draft,
-        request.prompt,
-        request.max_new_tokens,
-        request.params,
-        request.gamma,
-        np.random.default_rng(request.seed),
-        end_token=0,
-    )
+    result = uninstrumented(service, request)
     rounds = [0.001] * result.target_calls
 
     def per_request_work():

@@ -13,20 +13,11 @@ import numpy as np
 
 from specdec.drawing import chi_square_test
 from specdec.logits import softmax
+from specdec.protocol import TokenHistory
 
 
-class TableState:
-    def __init__(self):
-        self.tokens: list[int] = []
-
-    @property
-    def length(self) -> int:
-        return len(self.tokens)
-
-    def rollback(self, length: int) -> None:
-        if not 0 <= length <= len(self.tokens):
-            raise ValueError(f"rollback length must be in [0, {len(self.tokens)}], got {length}")
-        del self.tokens[length:]
+class TableState(TokenHistory):
+    """A TableModel's decoding state: the tokens seen."""
 
 
 class TableModel:
