@@ -7,6 +7,7 @@ The modules imported below are generated from the course notebooks (see their he
 from specdec.drawing import sample
 from specdec.generation import GenerationResult, generate
 from specdec.logits import log_softmax, softmax
+from specdec.lookup import PromptLookupDraft
 from specdec.models import load_model, load_tokenizer
 from specdec.nucleus import top_p_filter
 from specdec.pipeline import SamplingParams, min_p_filter, sample_token, sampling_probs
@@ -19,6 +20,7 @@ __all__ = [
     "DecodingState",
     "GenerationResult",
     "LanguageModel",
+    "PromptLookupDraft",
     "SamplingParams",
     "SpeculativeResult",
     "generate",

@@ -1,10 +1,16 @@
-"""The one-command demo: plain vs speculative decoding with the bundled models.
+"""The one-command demo: plain vs speculative decoding with the bundled models, measured as notebook 10 does.
 
 python -m specdec
 python -m specdec --prompt "def parse(self, text):" --temperature 0 --gamma 5
+
+It leads with what does not depend on the machine (tokens per target call, acceptance), then
+times interleaved pairs of runs after a warm-up and sets the measured speed-up beside the cost
+model's prediction for this machine (notebooks 07 and 10), with a verdict that says so when the
+machine is too noisy to tell.
 """
 
 import argparse
+import math
 import statistics
 import sys
 
@@ -13,98 +19,182 @@ import numpy as np
 from specdec.generation import generate
 from specdec.models import load_model, load_tokenizer
 from specdec.pipeline import SamplingParams
-from specdec.speculative import speculative_generate
+from specdec.speculative import AUTO_MAX_GAMMA, SpeculativeResult, speculative_generate
+from specdec.threads import describe_machine, generation_threads
+from specdec.timing import cost_ratios, time_scoring
 
 DEFAULT_PROMPT = "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n"
+MIN_PAIRS = 5
 
 
-def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+def gamma_argument(text: str) -> int | str:
+    """--gamma: "auto" or a whole number >= 1."""
+    if text == "auto":
+        return text
+    try:
+        gamma = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'must be "auto" or a whole number >= 1, got {text!r}') from None
+    if gamma < 1:
+        raise argparse.ArgumentTypeError(f'must be "auto" or a whole number >= 1, got {gamma}')
+    return gamma
+
+
+def parse_arguments(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     parser = argparse.ArgumentParser(
         prog="python -m specdec",
         description=(
             "Generate text with the bundled character-level GPT (the target), once one token per "
-            "target call and once with speculative decoding (a 5-gram draft proposes, the target "
+            "target call and once with speculative decoding (an n-gram draft proposes, the target "
             "verifies several tokens per call), and compare. The two outputs follow exactly the same "
             "distribution; at temperature 0 they are the same text."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="text to continue (Python code works best)")
-    parser.add_argument("--max-new-tokens", type=int, default=160, help="characters to generate")
-    parser.add_argument("--gamma", type=int, default=4, help="tokens the draft proposes per target call")
-    parser.add_argument("--temperature", type=float, default=1.0, help="0 means greedy")
-    parser.add_argument("--top-k", type=int, default=None, help="keep the k most likely tokens (default: off)")
-    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus mass to keep (1 means off)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (the same seed gives the same output)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each method; the median is reported")
-    return parser.parse_args(argv)
+    parser.add_argument("--max-new-tokens", type=int, default=160, help="characters to generate (default: 160)")
+    parser.add_argument(
+        "--gamma",
+        type=gamma_argument,
+        default="auto",
+        help=f'tokens the draft proposes per target call: a number, or "auto" (default): up to {AUTO_MAX_GAMMA}, '
+        "fewer when the draft is unsure",
+    )
+    parser.add_argument("--temperature", type=float, default=1.0, help="0 means greedy (default: 1)")
+    parser.add_argument("--top-k", type=int, help="keep only the k most likely tokens (off unless given)")
+    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus mass to keep, in (0, 1] (default: 1, off)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same texts")
+    parser.add_argument("--pairs", type=int, default=9, help=f"timed pairs of runs, at least {MIN_PAIRS} (default: 9)")
+    return parser.parse_args(argv), parser
 
 
-def timed_runs(run, repeats: int) -> tuple:
-    """The first run's result and the median seconds over `repeats` runs."""
-    results = [run() for _ in range(repeats)]
-    return results[0], statistics.median(result.seconds for result in results)
+def check_arguments(args: argparse.Namespace, parser: argparse.ArgumentParser, prompt_length: int, room: int) -> None:
+    """Refuse bad options in the command line's own terms (parser.error exits with status 2)."""
+    if not (math.isfinite(args.temperature) and args.temperature >= 0):
+        parser.error(f"--temperature must be a finite number >= 0 (0 means greedy), got {args.temperature}")
+    if args.top_k is not None and args.top_k < 1:
+        parser.error(f"--top-k must be a whole number >= 1, got {args.top_k}")
+    if not 0 < args.top_p <= 1:  # NaN fails too
+        parser.error(f"--top-p must be in (0, 1], got {args.top_p}")
+    if args.pairs < MIN_PAIRS:
+        parser.error(f"--pairs must be at least {MIN_PAIRS}: fewer cannot tell a speed-up from noise")
+    if prompt_length == 0:
+        parser.error("--prompt must not be empty")
+    if prompt_length > room:
+        parser.error(f"--prompt is {prompt_length} characters; the target reads at most {room}")
+    largest = room + 1 - prompt_length  # the last new token is never read back
+    if not 1 <= args.max_new_tokens <= largest:
+        parser.error(
+            f"--max-new-tokens must be between 1 and {largest} for this prompt "
+            f"({prompt_length} characters; the target reads at most {room}), got {args.max_new_tokens}"
+        )
+
+
+def timed_pairs(plain_run, fast_run, pairs: int) -> tuple[list[float], list[float]]:
+    """Seconds of `pairs` interleaved runs of each, after one warm-up of each; the order alternates."""
+    plain_run(), fast_run()  # warm-up: caches, memos, first-call costs
+    plain, fast = [], []
+    for i in range(pairs):
+        if i % 2 == 0:
+            plain.append(plain_run().seconds)
+            fast.append(fast_run().seconds)
+        else:
+            fast.append(fast_run().seconds)
+            plain.append(plain_run().seconds)
+    return plain, fast
+
+
+def predicted_speedup(target, draft, params, prompt, result: SpeculativeResult) -> tuple[float, float, dict, float]:
+    """The cost model on this machine for the rounds this run made: tokens / sum of (g c + f(g + 1)).
+
+    f(n) is measured with time_scoring after the prompt (notebook 07), c as the seconds of one
+    whole draft step (scoring and drawing) over one target step, both with the BLAS setting
+    generation uses. Returns (predicted speed-up, c, f, seconds of one target step).
+    """
+    most = max(result.drafted_per_round, default=0) + 1
+    with generation_threads():
+        times = time_scoring(target, list(range(1, most + 1)), repeats=15, context=len(prompt))
+    f = cost_ratios(times)
+    steps = 100
+    draft_runs = [generate(draft, prompt, steps, params, np.random.default_rng(0)).seconds for _ in range(5)]
+    c = statistics.median(draft_runs) / steps / times[1]
+    rounds = result.drafted_per_round + [0] * (result.target_calls - len(result.drafted_per_round))
+    cost = sum(g * c + f[g + 1] for g in rounds)  # in target steps; plain pays 1 per token
+    return result.tokens.size / cost, c, f, times[1]
+
+
+def verdict(ratios: list[float], predicted: float) -> str:
+    """One honest line: faster, slower, or too noisy to tell, and how it compares with the prediction."""
+    low, high, middle = min(ratios), max(ratios), statistics.median(ratios)
+    gap = (middle - predicted) / predicted
+    if low > 1:
+        return (
+            f"speculative decoding was faster in all {len(ratios)} pairs ({low:.2f}x to {high:.2f}x), "
+            f"{abs(gap):.0%} {'above' if gap > 0 else 'below'} the cost model's prediction for this machine"
+        )
+    if high < 1:
+        return f"speculative decoding was slower in all {len(ratios)} pairs: this machine does not reward it"
+    return (
+        f"too noisy to tell: the pairs range from {low:.2f}x to {high:.2f}x; "
+        "close other programs and run again, or add --pairs"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_arguments(argv)
-    try:
-        params = SamplingParams(args.temperature, args.top_k, args.top_p)
-    except (TypeError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    args, parser = parse_arguments(argv)
     tokenizer = load_tokenizer()
     target, draft = load_model("target"), load_model("draft")
-    prompt = tokenizer.encode(args.prompt)
-    if args.repeats < 1:
-        print("error: --repeats must be >= 1", file=sys.stderr)
-        return 2
-    try:
-        from threadpoolctl import threadpool_limits
+    prompt = np.array(tokenizer.encode(args.prompt), dtype=np.int64)
+    check_arguments(args, parser, prompt.size, target.max_context)
+    params = SamplingParams(args.temperature, args.top_k, args.top_p)  # every value checked above
 
-        pinned = threadpool_limits(1)  # two BLAS threads make small products erratic on small machines
-    except ImportError:
-        pinned = None
-    try:
-        plain, plain_seconds = timed_runs(
-            lambda: generate(target, prompt, args.max_new_tokens, params, np.random.default_rng(args.seed)),
-            args.repeats,
-        )
-        fast, fast_seconds = timed_runs(
-            lambda: speculative_generate(
-                target, draft, prompt, args.max_new_tokens, params, args.gamma, np.random.default_rng(args.seed)
-            ),
-            args.repeats,
-        )
-    except (TypeError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    finally:
-        if pinned is not None:
-            pinned.restore_original_limits()
+    def plain_run():
+        return generate(target, prompt, args.max_new_tokens, params, np.random.default_rng(args.seed))
 
+    def fast_run():
+        return speculative_generate(
+            target, draft, prompt, args.max_new_tokens, params, args.gamma, np.random.default_rng(args.seed)
+        )
+
+    plain, fast = plain_run(), fast_run()
     rule = "-" * 72
-    print(f"prompt ({len(prompt)} characters):\n{rule}\n{args.prompt}\n{rule}")
-    print(f"plain decoding, {plain.tokens.size} tokens in {plain.target_calls} target calls:")
+    print(f"prompt ({prompt.size} characters):\n{rule}\n{args.prompt}\n{rule}")
+    print(f"plain decoding: {plain.tokens.size} tokens in {plain.target_calls} target calls")
     print(f"{rule}\n{tokenizer.decode(plain.tokens)}\n{rule}")
-    print(
-        f"speculative decoding (gamma = {args.gamma}), {fast.tokens.size} tokens in {fast.target_calls} target calls:"
-    )
+    print(f"speculative decoding (gamma = {args.gamma}): {fast.tokens.size} tokens in {fast.target_calls} target calls")
     print(f"{rule}\n{tokenizer.decode(fast.tokens)}\n{rule}")
     if params.greedy:
         same = np.array_equal(plain.tokens, fast.tokens)
         print(f"greedy: the two texts are {'identical' if same else 'DIFFERENT (this is a bug)'}")
     else:
         print("sampling: the texts differ as two draws do; their distribution is the same (notebook 09)")
+
+    print("\nWhat does not depend on the machine (counts):")
+    print(f"  tokens per target call: plain {plain.tokens_per_call:.2f}, speculative {fast.tokens_per_call:.2f}")
     print(
-        f"draft tokens accepted:   {fast.accepted} of {fast.drafted} ({fast.acceptance_rate:.0%}); "
+        f"  draft tokens accepted: {fast.accepted} of {fast.drafted} ({fast.acceptance_rate:.0%}); "
         f"per-token acceptance alpha = {fast.alpha:.2f}"
     )
-    print(f"tokens per target call:  plain {plain.tokens_per_call:.2f}, speculative {fast.tokens_per_call:.2f}")
+
+    print(f"\nWhat does (measured on {describe_machine()}):")
+    plain_seconds, fast_seconds = timed_pairs(plain_run, fast_run, args.pairs)
+    ratios = [p / s for p, s in zip(plain_seconds, fast_seconds, strict=True)]
+    predicted, c, f, step = predicted_speedup(target, draft, params, prompt, fast)
+    drafts_per_round = fast.drafted / max(len(fast.drafted_per_round), 1)
+    n = min(f, key=lambda k: abs(k - 1 - drafts_per_round))  # the f(n) of a typical round
+    for name, seconds in (("plain", plain_seconds), ("speculative", fast_seconds)):
+        print(
+            f"  {name:11} {1e3 * statistics.median(seconds):6.1f} ms per run "
+            f"(median of {args.pairs} interleaved runs; {1e3 * min(seconds):.1f} to {1e3 * max(seconds):.1f})"
+        )
     print(
-        f"time (median of {args.repeats}):  plain {plain_seconds * 1e3:.0f} ms, "
-        f"speculative {fast_seconds * 1e3:.0f} ms: speedup {plain_seconds / fast_seconds:.2f}x"
+        f"  cost model inputs: a target step takes {1e3 * step:.2f} ms; a draft step c = {c:.3f} of it; "
+        f"scoring {n} positions in one call f({n}) = {f[n]:.2f} steps; rounds drafted {drafts_per_round:.1f} on average"
     )
+    print(
+        f"  speed-up: measured {statistics.median(ratios):.2f}x (median of the pairs), "
+        f"predicted {predicted:.2f}x by the cost model for this machine and these rounds"
+    )
+    print(f"verdict: {verdict(ratios, predicted)}")
     return 0
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from specdec.drawing import check_rng
 from specdec.pipeline import SamplingParams, check_params, sample_token
 from specdec.protocol import LanguageModel
+from specdec.threads import generation_threads
 from specdec.validation import check_integer, check_optional_token
 
 
@@ -53,15 +54,15 @@ def generate(
     calls = 0
     if max_new_tokens > 0:
         state = model.start()  # this generation's memory; the model itself never changes
-        logits = model.score(prompt, state)[-1]  # (V,) the distribution of the first new token
-        calls = 1
-        while True:
-            token = int(sample_token(logits, params, rng))
-            new_tokens.append(token)
-            if len(new_tokens) == max_new_tokens or token == end_token:
-                break
-            logits = model.score([token], state)[0]  # (V,)
-            calls += 1
+        with generation_threads():  # the BLAS thread setting for generation (specdec.threads)
+            logits, calls = model.score(prompt, state)[-1], 1  # (V,) the distribution of the first new token
+            while True:
+                token = int(sample_token(logits, params, rng))
+                new_tokens.append(token)
+                if len(new_tokens) == max_new_tokens or token == end_token:
+                    break
+                logits = model.score([token], state)[0]  # (V,)
+                calls += 1
     return GenerationResult(np.array(new_tokens, dtype=np.int64), calls, time.perf_counter() - start)
 
 

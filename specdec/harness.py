@@ -99,7 +99,7 @@ def side_by_side(
     prompts: Sequence,
     max_new_tokens: int,
     params: SamplingParams = SamplingParams(),
-    gammas: Iterable[int] = (4,),
+    gammas: Iterable[int | str] = (4,),
     seed: int = 0,
     repeats: int = 1,
 ) -> list[dict]:
@@ -109,8 +109,9 @@ def side_by_side(
     first for even prompts, speculative first for odd ones), so that a slow moment of a shared
     machine hits both; with `repeats` > 1 each pair is run that many times and each run keeps
     its fastest time (noise only ever adds time; the tokens are the same every time). One
-    untimed warm-up run of each comes first, and BLAS is pinned to one thread. The seconds are
-    the runs' own `seconds`, prompt scoring included, as any user would pay it.
+    untimed warm-up run of each comes first. BLAS threads are what the generators use by
+    default (specdec.threads). The seconds are the runs' own `seconds`, prompt
+    scoring included, as any user would pay it. A gamma may be "auto".
     Returns one dict per gamma (see `summarize` for the keys).
     """
     params = check_params(params)
@@ -126,20 +127,19 @@ def side_by_side(
         return speculative_generate(target, draft, prompts[i], max_new_tokens, params, gamma, seed_for(seed, i))
 
     rows = []
-    with blas_threads(1):
-        warm_up = seed_for(seed, len(prompts))  # a generator no timed run uses
-        generate(target, prompts[0], min(max_new_tokens, 8), params, warm_up)
-        speculative_generate(target, draft, prompts[0], min(max_new_tokens, 8), params, gammas[0], warm_up)
-        for gamma in gammas:
-            results = {"plain": [], "speculative": []}
-            seconds = {"plain": [], "speculative": []}
-            for i in range(len(prompts)):
-                order = ("plain", "speculative") if i % 2 == 0 else ("speculative", "plain")
-                runs = [[run(kind, i, gamma) for kind in order] for _ in range(repeats)]
-                for j, kind in enumerate(order):
-                    results[kind].append(runs[0][j])
-                    seconds[kind].append(min(pair[j].seconds for pair in runs))
-            rows.append(summarize(gamma, results["plain"], results["speculative"], seconds))
+    warm_up = seed_for(seed, len(prompts))  # a generator no timed run uses
+    generate(target, prompts[0], min(max_new_tokens, 8), params, warm_up)
+    speculative_generate(target, draft, prompts[0], min(max_new_tokens, 8), params, gammas[0], warm_up)
+    for gamma in gammas:
+        results = {"plain": [], "speculative": []}
+        seconds = {"plain": [], "speculative": []}
+        for i in range(len(prompts)):
+            order = ("plain", "speculative") if i % 2 == 0 else ("speculative", "plain")
+            runs = [[run(kind, i, gamma) for kind in order] for _ in range(repeats)]
+            for j, kind in enumerate(order):
+                results[kind].append(runs[0][j])
+                seconds[kind].append(min(pair[j].seconds for pair in runs))
+        rows.append(summarize(gamma, results["plain"], results["speculative"], seconds))
     return rows
 
 
@@ -411,3 +411,19 @@ def sweep(
             row.update(heldout_quality(target, windows, params))
         rows.append(row)
     return rows
+
+
+def predict_from_rounds(results: Sequence[SpeculativeResult], c: float, f: Mapping[int, float]) -> Prediction:
+    """The cost model for the rounds as they happened: tokens / sum over rounds of (g c + f(g + 1)).
+
+    For gamma="auto", whose rounds draft different numbers of tokens, this is the prediction; for
+    a fixed gamma it differs from `predict` only in using the measured tokens per call instead of
+    E[tokens] from one alpha. Rounds that drafted nothing (g = 0, at the very end) cost f(1) = 1.
+    """
+    tokens = sum(result.tokens.size for result in results)
+    calls = sum(result.target_calls for result in results)
+    cost = 0.0  # in target steps
+    for result in results:
+        cost += sum(g * c + f[g + 1] for g in result.drafted_per_round)
+        cost += (result.target_calls - len(result.drafted_per_round)) * f[1]
+    return Prediction(tokens / calls, cost / calls, tokens / cost)

@@ -10,6 +10,7 @@ from specdec.drawing import draw
 from specdec.generation import check_max_new_tokens, check_model, check_prompt, check_room, check_sampling_rng
 from specdec.pipeline import SamplingParams, check_params, sampling_probs
 from specdec.protocol import DecodingState, LanguageModel
+from specdec.threads import generation_threads
 from specdec.validation import check_integer, check_optional_token
 from specdec.verify import verify_drawn
 
@@ -62,7 +63,16 @@ class SpeculativeResult:
             self.drafted_per_round.append(drafted)
 
 
-def check_gamma(gamma) -> int:
+AUTO_MAX_GAMMA = 8  # gamma="auto" never drafts more than this in one round
+AUTO_MIN_CONFIDENCE = 0.15  # ... and stops once the draft gives its block less than this probability
+
+
+def check_gamma(gamma) -> int | str:
+    """gamma is a number of drafts per round (an integer >= 1) or "auto" (decided round by round)."""
+    if isinstance(gamma, str):
+        if gamma != "auto":
+            raise ValueError(f'gamma must be an integer >= 1 or "auto", got {gamma!r}')
+        return gamma
     return check_integer(gamma, "gamma", minimum=1)
 
 
@@ -73,25 +83,32 @@ def propose(
     gamma: int,
     params: SamplingParams,
     rng: np.random.Generator | None,
+    min_confidence: float = 0.0,
 ) -> tuple[list[int], np.ndarray | None]:
-    """The draft's turn: catch up on the unread end of `sequence`, then propose gamma tokens.
+    """The draft's turn: catch up on the unread end of `sequence`, then propose up to gamma tokens.
 
-    Returns the drafts and, when sampling, the rows q (gamma, V) they were drawn from:
+    Returns the drafts and, when sampling, the rows q (g, V) they were drawn from:
     sampling_probs(draft logits, params), the filtered distribution. Greedy drafts are the
     draft's argmax (q is then not needed, None). The last draft is never read by the draft.
+    It stops early once the draft's own probability of its whole block (the product of q(x),
+    or of its softmax's top probability when greedy) falls below `min_confidence`.
     """
     logits = draft.score(sequence[state.length :], state)[-1]  # (V,)
-    drafts, q_rows = [], []
+    drafts, q_rows, block = [], [], 1.0  # block: the draft's probability of all its drafts so far
     for i in range(gamma):
         if params.greedy:
             token = int(np.argmax(logits))
+            if min_confidence > 0:  # softmax(logits)[token], without the whole softmax
+                block /= np.exp(logits - logits[token]).sum()
         else:
             q = sampling_probs(logits, params)  # (V,) the distribution this draft token comes from
             token = int(draw(q, rng))
             q_rows.append(q)
+            block *= q[token]
         drafts.append(token)
-        if i < gamma - 1:  # nobody needs the token after the last draft
-            logits = draft.score([token], state)[0]  # (V,)
+        if i == gamma - 1 or block < min_confidence:  # nobody needs the token after the last draft
+            break
+        logits = draft.score([token], state)[0]  # (V,)
     return drafts, (np.array(q_rows) if q_rows else None)
 
 
@@ -128,7 +145,7 @@ def speculative_generate(
     prompt_tokens,
     max_new_tokens: int,
     params: SamplingParams = SamplingParams(),
-    gamma: int = 4,
+    gamma: int | str = "auto",
     rng: np.random.Generator | None = None,
     end_token: int | None = None,
 ) -> SpeculativeResult:
@@ -140,6 +157,7 @@ def speculative_generate(
     kept. The models are never changed (target and draft may be the same object). With an
     end token, the statistics still count drafts accepted after it in its round (the tokens
     do not). Temperature 0 accepts a draft token iff it is the target's argmax and needs no rng.
+    gamma="auto" drafts up to AUTO_MAX_GAMMA tokens and stops when the draft is unsure (`propose`).
     """
     target, draft = check_model(target, "target"), check_model(draft, "draft")
     if target.vocab_size != draft.vocab_size:
@@ -154,22 +172,24 @@ def speculative_generate(
     end_token = check_optional_token(end_token, "end_token", target.vocab_size)
     check_room(target, prompt.size, max_new_tokens)
     check_room(draft, prompt.size, max_new_tokens)
+    most, confidence = (AUTO_MAX_GAMMA, AUTO_MIN_CONFIDENCE) if gamma == "auto" else (gamma, 0.0)
     start = time.perf_counter()
     sequence = prompt.tolist()  # prompt + everything emitted so far
     target_state, draft_state = target.start(), draft.start()  # this generation's memory, one per role
     stats = SpeculativeResult(np.zeros(0, dtype=np.int64), 0, 0, 0, 0, 0.0)
-    while len(sequence) - prompt.size < max_new_tokens:
-        g = min(gamma, max_new_tokens - (len(sequence) - prompt.size) - 1)  # never draft past the end
-        drafts, q = propose(draft, draft_state, sequence, g, params, rng) if g > 0 else ([], None)
-        emitted, n = verify(target, target_state, sequence, drafts, q, params, rng)
-        stats.record_round(g, n)
-        kept = len(sequence) + n  # tokens both states may keep: the sequence and the accepted drafts
-        target_state.rollback(kept)
-        draft_state.rollback(min(draft_state.length, kept))  # the draft never read its last draft
-        sequence += emitted
-        if end_token is not None and end_token in emitted:
-            del sequence[sequence.index(end_token, len(sequence) - len(emitted)) + 1 :]
-            break
+    with generation_threads():  # the BLAS setting for generation, as in plain `generate`
+        while len(sequence) - prompt.size < max_new_tokens:
+            g = min(most, max_new_tokens - (len(sequence) - prompt.size) - 1)  # never draft past the end
+            drafts, q = propose(draft, draft_state, sequence, g, params, rng, confidence) if g > 0 else ([], None)
+            emitted, n = verify(target, target_state, sequence, drafts, q, params, rng)
+            stats.record_round(len(drafts), n)
+            kept = len(sequence) + n  # tokens both states may keep: the sequence and the accepted drafts
+            target_state.rollback(kept)
+            draft_state.rollback(min(draft_state.length, kept))  # the draft never read its last draft
+            sequence += emitted
+            if end_token is not None and end_token in emitted:
+                del sequence[sequence.index(end_token, len(sequence) - len(emitted)) + 1 :]
+                break
     stats.tokens = np.array(sequence[prompt.size :], dtype=np.int64)
     stats.seconds = time.perf_counter() - start
     return stats

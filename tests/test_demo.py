@@ -3,31 +3,57 @@
 import subprocess
 import sys
 
-from specdec.__main__ import main
+import pytest
+
+from specdec.__main__ import main, verdict
 
 
 def test_greedy_demo_prints_both_texts_identical_and_the_figures(capsys):
-    assert main(["--temperature", "0", "--max-new-tokens", "30", "--repeats", "1", "--gamma", "3"]) == 0
+    assert main(["--temperature", "0", "--max-new-tokens", "30", "--pairs", "5", "--gamma", "3"]) == 0
     out = capsys.readouterr().out
     assert "greedy: the two texts are identical" in out
-    for figure in ("tokens per target call", "speedup", "alpha ="):
+    for figure in ("tokens per target call", "speed-up: measured", "predicted", "alpha =", "verdict:", "kernels"):
         assert figure in out
+    assert out.index("tokens per target call") < out.index("speed-up: measured")  # counts first, then timings
 
 
-def test_sampling_demo_runs_with_filters(capsys):
-    assert main(["--max-new-tokens", "20", "--repeats", "1", "--top-k", "20", "--top-p", "0.9", "--seed", "3"]) == 0
-    assert "their distribution is the same" in capsys.readouterr().out
+def test_sampling_demo_runs_with_filters_and_automatic_gamma(capsys):
+    assert main(["--max-new-tokens", "20", "--pairs", "5", "--top-k", "20", "--top-p", "0.9", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "their distribution is the same" in out and "gamma = auto" in out
 
 
-def test_bad_arguments_get_a_clear_message_and_exit_code_2(capsys):
-    assert main(["--top-p", "1.5", "--repeats", "1"]) == 2
-    assert "top_p must be in (0, 1]" in capsys.readouterr().err
-    assert main(["--max-new-tokens", "400", "--repeats", "1"]) == 2
-    assert "max_context 256" in capsys.readouterr().err
-    assert main(["--gamma", "0", "--repeats", "1"]) == 2
-    assert "gamma must be an integer >= 1" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--top-p", "1.5"], "--top-p must be in (0, 1], got 1.5"),
+        (["--top-p", "nan"], "--top-p must be in (0, 1]"),
+        (["--top-k", "0"], "--top-k must be a whole number >= 1"),
+        (["--temperature", "-1"], "--temperature must be a finite number >= 0"),
+        (["--max-new-tokens", "400"], "--max-new-tokens must be between 1 and 169 for this prompt"),
+        (["--max-new-tokens", "0"], "--max-new-tokens must be between 1 and"),
+        (["--gamma", "0"], '--gamma: must be "auto" or a whole number >= 1, got 0'),
+        (["--gamma", "many"], "--gamma: must be \"auto\" or a whole number >= 1, got 'many'"),
+        (["--pairs", "2"], "--pairs must be at least 5"),
+        (["--prompt", ""], "--prompt must not be empty"),
+    ],
+)
+def test_bad_options_are_refused_in_the_command_lines_terms(capsys, argv, message):
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "top_p" not in err and "max_new_tokens" not in err  # the flags' names, not the function's
+
+
+def test_the_verdict_says_when_the_machine_is_too_noisy_to_tell():
+    assert verdict([1.5, 1.6, 1.7, 1.8, 1.9], 1.75).startswith("speculative decoding was faster in all 5 pairs")
+    assert verdict([0.9, 1.4, 1.6, 1.7, 1.8], 1.75).startswith("too noisy to tell")
+    assert verdict([0.5, 0.6, 0.7, 0.8, 0.9], 1.75).startswith("speculative decoding was slower in all 5 pairs")
 
 
 def test_help_reads_well():
     result = subprocess.run([sys.executable, "-m", "specdec", "--help"], capture_output=True, text=True, check=True)
     assert "speculative decoding" in result.stdout and "--temperature" in result.stdout
+    assert "None" not in result.stdout  # no "(default: None)"

@@ -14,6 +14,7 @@ prompts from the same held-out files: a mild optimistic bias there (see specdec/
 """
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -27,23 +28,92 @@ sys.path.insert(0, str(ROOT / "training"))  # run as a script from anywhere: `co
 from corpus import load_corpus  # noqa: E402
 
 from specdec import SamplingParams  # noqa: E402
+from specdec.drawing import draw  # noqa: E402
 from specdec.generation import generate  # noqa: E402
+from specdec.gpt import gelu, layer_norm  # noqa: E402
+from specdec.logits import softmax  # noqa: E402
 from specdec.models import load_model  # noqa: E402
 from specdec.ngram import NGramModel  # noqa: E402
 from specdec.speculative import speculative_generate  # noqa: E402
 
+BATCH = 128  # runs sampled together
 
-def target_samples(target, corpus: np.ndarray, n_tokens: int, prompt_len: int, rng: np.random.Generator) -> np.ndarray:
-    """n_tokens sampled from the target at temperature 1, each run prompted by a corpus window."""
-    pieces, total = [], 0
-    new = target.max_context - prompt_len
-    while total < n_tokens:
-        start = int(rng.integers(0, corpus.size - prompt_len))
-        prompt = corpus[start : start + prompt_len].astype(np.int64)
-        tokens = generate(target, prompt, new, SamplingParams(1.0), rng).tokens  # (new,)
-        pieces.append(np.concatenate([prompt, tokens]))  # the corpus prompt is counted as well
-        total += tokens.size
+
+def batched_logits(target, tokens: np.ndarray, keys: np.ndarray, values: np.ndarray, start: int) -> np.ndarray:
+    """GPT.score for B texts at once: tokens (B, n) at positions start..start+n-1 -> logits of the last, (B, V).
+
+    The same arithmetic as specdec.gpt.GPT.score with a batch axis in front, so that one forward
+    pass advances B runs: B rows per matrix product instead of one, many times the tokens per
+    second. keys and values (L, B, H, T, dh) are the B runs' caches.
+    """
+    w, (b, n) = target.w, tokens.shape
+    h, dh, d = target.n_head, target.head_dim, target.d_model
+    end = start + n
+    x = w["wte"][tokens] + w["wpe"][start:end]  # (B, n, d)
+    future = np.arange(end)[None, :] > np.arange(start, end)[:, None]  # (n, end)
+    for layer, (g1, b1, w_qkv, b_qkv, w_o, b_o, g2, b2, w_in, b_in, w_out, b_out) in enumerate(target.layers):
+        qkv = layer_norm(x, g1, b1) @ w_qkv + b_qkv  # (B, n, 3d)
+        q, k, v = qkv.reshape(b, n, 3, h, dh).transpose(2, 0, 3, 1, 4)  # 3 x (B, h, n, dh)
+        keys[layer, :, :, start:end] = k
+        values[layer, :, :, start:end] = v
+        scores = q @ keys[layer, :, :, :end].transpose(0, 1, 3, 2) * (1 / math.sqrt(dh))  # (B, h, n, end)
+        if n > 1:
+            scores[:, :, future] = -np.inf
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (B, h, n, end)
+        attention = scores / scores.sum(axis=-1, keepdims=True)
+        mixed = (attention @ values[layer, :, :, :end]).transpose(0, 2, 1, 3).reshape(b, n, d)  # (B, n, d)
+        x = x + mixed @ w_o + b_o
+        x = x + gelu(layer_norm(x, g2, b2) @ w_in + b_in) @ w_out + b_out
+    return layer_norm(x[:, -1], w["ln_f.gain"], w["ln_f.bias"]) @ w["wte"].T  # (B, V)
+
+
+def target_runs(target, prompts: np.ndarray, temperature: float, rng: np.random.Generator) -> np.ndarray:
+    """B runs of the target in lockstep: prompts (B, P) -> (B, max_context), each prompt and what followed it.
+
+    Temperature 1 draws from softmax(logits) with `rng` (float64, as the course samples);
+    temperature 0 takes the argmax (ties to the lowest id, as generate does).
+    """
+    b, p = prompts.shape
+    total = target.max_context
+    shape = (target.n_layer, b, target.n_head, total, target.head_dim)
+    keys, values = np.zeros(shape, np.float32), np.zeros(shape, np.float32)  # (L, B, h, T, dh)
+    runs = np.zeros((b, total), np.int64)  # (B, T)
+    runs[:, :p] = prompts
+    start, chunk = 0, prompts
+    while start + chunk.shape[1] < total:
+        logits = batched_logits(target, chunk, keys, values, start).astype(np.float64)  # (B, V)
+        if temperature == 0:
+            tokens = np.argmax(logits, axis=-1)  # (B,)
+        else:
+            tokens = draw(softmax(logits, temperature), rng)  # (B,)
+        start += chunk.shape[1]
+        runs[:, start] = tokens
+        chunk = tokens[:, None]  # (B, 1)
+    return runs
+
+
+def target_samples(
+    target, corpus: np.ndarray, n_runs: int, prompt_len: int, temperature: float, rng: np.random.Generator
+) -> np.ndarray:
+    """n_runs target runs, each a random prompt_len window of the corpus and what the target wrote after it.
+
+    Returns one stream, the runs concatenated (prompts included), (n_runs * max_context,).
+    """
+    pieces = []
+    for first in range(0, n_runs, BATCH):
+        starts = rng.integers(0, corpus.size - prompt_len, size=min(BATCH, n_runs - first))
+        prompts = np.stack([corpus[s : s + prompt_len] for s in starts]).astype(np.int64)  # (B, P)
+        pieces.append(target_runs(target, prompts, temperature, rng).ravel())
     return np.concatenate(pieces)
+
+
+def check_batched_runs(target, text: np.ndarray, prompt_len: int) -> None:
+    """The batched sampler must be the target: its greedy run equals specdec.generate's, token for token."""
+    prompt = text[:prompt_len].astype(np.int64)
+    batched = target_runs(target, prompt[None, :], 0.0, np.random.default_rng(0))[0, prompt_len:]
+    plain = generate(target, prompt, target.max_context - prompt_len, SamplingParams(0.0)).tokens
+    if not np.array_equal(batched, plain):
+        raise RuntimeError("the batched sampler disagrees with specdec.generate: fix batched_logits")
 
 
 def acceptance(target, draft, prompts: list[np.ndarray], new_tokens: int, gamma: int, temperature: float) -> dict:
@@ -61,8 +131,9 @@ def acceptance(target, draft, prompts: list[np.ndarray], new_tokens: int, gamma:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--orders", type=int, nargs="+", default=[5, 6, 7])
-    parser.add_argument("--sample-tokens", type=int, default=600_000, help="target tokens to distil from")
+    parser.add_argument("--orders", type=int, nargs="+", default=[5, 6, 7, 8])
+    parser.add_argument("--runs", type=int, default=12_800, help="target runs at temperature 1 to distil from")
+    parser.add_argument("--greedy-runs", type=int, default=1_280, help="greedy target runs to distil from")
     parser.add_argument("--prompt-len", type=int, default=48)
     parser.add_argument("--eval-prompts", type=int, default=24)
     parser.add_argument("--eval-new", type=int, default=160)
@@ -83,9 +154,18 @@ def main() -> None:
     prompts = [heldout[s : s + args.prompt_len] for s in starts]  # selection prompts: held-out text
 
     with threadpool_limits(1):
+        check_batched_runs(target, corpus.heldout, args.prompt_len)
         began = time.perf_counter()
-        samples = target_samples(target, corpus.train, args.sample_tokens, args.prompt_len, rng)
-        print(f"sampled {samples.size:,} tokens from the target in {time.perf_counter() - began:.0f} s")
+        train = corpus.train
+        sampled_runs = target_samples(target, train, args.runs, args.prompt_len, 1.0, rng)
+        greedy_runs = target_samples(target, train, args.greedy_runs, args.prompt_len, 0.0, rng)
+        samples = np.concatenate([sampled_runs, greedy_runs])
+        written = (args.runs + args.greedy_runs) * (target.max_context - args.prompt_len)
+        print(
+            f"{args.runs:,} runs at T=1 and {args.greedy_runs:,} greedy runs: {samples.size:,} tokens, "
+            f"{written:,} of them written by the target ({written / samples.size:.1%}), "
+            f"in {time.perf_counter() - began:.0f} s"
+        )
         sources = {"corpus": corpus.train.astype(np.int64), "distilled": samples}
         results = {}
         for source, tokens in sources.items():
