@@ -335,10 +335,10 @@ def accept_all(drafts, q, p, rng):
     return np.append(drafts, specdec.sample(p[drafts.size], rng)).astype(np.int64), drafts.size
 
 
-def propose_reporting_unfiltered_q(draft, state, sequence, gamma, params, rng):
+def propose_reporting_unfiltered_q(draft, state, sequence, gamma, params, rng, min_confidence=0.0):
     """Broken: each draft is drawn from the filtered q, but the verifier is given the unfiltered softmax."""
-    drafts, _ = ORIGINAL_PROPOSE(draft, state, sequence, gamma, params, rng)
-    rows = draft.score([*sequence, *drafts[:-1]], draft.start())[-gamma:]  # (gamma, V) logits before each draft
+    drafts, _ = ORIGINAL_PROPOSE(draft, state, sequence, gamma, params, rng, min_confidence)
+    rows = draft.score([*sequence, *drafts[:-1]], draft.start())[-len(drafts) :]  # (g, V) logits before each draft
     return drafts, specdec.softmax(rows, params.temperature)
 
 

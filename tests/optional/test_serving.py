@@ -275,8 +275,8 @@ def test_after_giving_up_the_error_is_clear_and_the_next_request_works():
         status, answer = post_json(server.url, "/generate", body)
         samples = read_metrics(server.url)
     assert status == 200
-    clean = specdec.speculative_generate(
-        TARGET, DRAFT, TOKENIZER.encode("for i in "), 30, rng=np.random.default_rng(4), end_token=0
+    clean = specdec.speculative_generate(  # the service's default gamma is 4
+        TARGET, DRAFT, TOKENIZER.encode("for i in "), 30, gamma=4, rng=np.random.default_rng(4), end_token=0
     )
     assert answer["tokens"] == clean.tokens.tolist()
     assert metric(samples, "specdec_target_gave_up_total") == 1
