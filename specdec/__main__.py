@@ -17,6 +17,7 @@ import sys
 import numpy as np
 
 from specdec.generation import generate
+from specdec.harness import predict_from_rounds
 from specdec.models import load_model, load_tokenizer
 from specdec.pipeline import SamplingParams
 from specdec.speculative import AUTO_MAX_GAMMA, SpeculativeResult, speculative_generate
@@ -117,9 +118,7 @@ def predicted_speedup(target, draft, params, prompt, result: SpeculativeResult) 
     steps = 100
     draft_runs = [generate(draft, prompt, steps, params, np.random.default_rng(0)).seconds for _ in range(5)]
     c = statistics.median(draft_runs) / steps / times[1]
-    rounds = result.drafted_per_round + [0] * (result.target_calls - len(result.drafted_per_round))
-    cost = sum(g * c + f[g + 1] for g in rounds)  # in target steps; plain pays 1 per token
-    return result.tokens.size / cost, c, f, times[1]
+    return predict_from_rounds([result], c, f).speedup, c, f, times[1]
 
 
 def verdict(ratios: list[float], predicted: float) -> str:

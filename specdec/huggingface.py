@@ -28,7 +28,6 @@ This module imports torch and transformers (requirements-extras.txt); `import sp
 
 import math
 import os
-import platform
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -44,6 +43,7 @@ from specdec.gpt import GPT, layer_names
 from specdec.pipeline import SamplingParams
 from specdec.protocol import TokenHistory, check_new_tokens, check_rollback
 from specdec.speculative import speculative_generate
+from specdec.threads import cpu_name
 
 # specdec.gpt array name -> GPT-2 parameter name, for layer i (Conv1D weights are (in, out): no transpose).
 LAYER_MAP = {
@@ -433,12 +433,7 @@ def machine() -> str:
     """The CPU, numpy's BLAS and torch's math library: what the speed figures were measured on."""
     from threadpoolctl import threadpool_info
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     blas = [
         f"{i['internal_api']} {i.get('version')} ({i.get('architecture')})"
         for i in threadpool_info()

@@ -68,19 +68,24 @@ def generation_threads() -> Iterator[None]:
                 _limiter = None
 
 
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux, else what `platform` knows)."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            return next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def describe_machine() -> str:
     """The CPU and numpy's BLAS (library, version, kernel): what every timing in the course depends on."""
     import os
-    import platform
 
     import numpy as np
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     try:
         from threadpoolctl import threadpool_info
 

@@ -32,6 +32,7 @@ from specdec.harness import (
     text_bits,
 )
 from specdec.ngram import NGramModel
+from specdec.protocol import TokenHistory
 from specdec.speculative import SpeculativeResult
 from specdec.timing import expected_tokens, predicted_speedup
 
@@ -219,20 +220,6 @@ def test_gap_factors_multiply_to_measured_over_predicted():
 # --- quality on a table model ------------------------------------------------------------
 
 
-class TableState:
-    """What a TableModel has read of one text."""
-
-    def __init__(self):
-        self.history = []
-
-    @property
-    def length(self):
-        return len(self.history)
-
-    def rollback(self, length):
-        del self.history[length:]
-
-
 class TableModel:
     """P(next | previous token) from a fixed table: a model whose every probability is known."""
 
@@ -242,11 +229,11 @@ class TableModel:
         self.max_context, self.name = 100, "table"
 
     def start(self):
-        return TableState()
+        return TokenHistory()  # what it has read of one text
 
     def score(self, tokens, state):
         tokens = [int(t) for t in np.asarray(tokens).reshape(-1)]
-        state.history += tokens
+        state.tokens += tokens
         return self.logits[tokens]  # (n, V)
 
 

@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_limits
 import specdec.speculative
 from specdec import SamplingParams, SpeculativeResult, generate, load_model, sampling_probs, speculative_generate
 from specdec.drawing import chi_square_test, draw
+from specdec.protocol import TokenHistory
 from specdec.tokenizer import CharTokenizer
 from specdec.verify import residual_distribution, speculative_verify, verify_drawn
 
@@ -38,22 +39,6 @@ import corpus  # noqa: E402
 
 ALPHA = 1e-3  # the exact algorithm must not be rejected at this level (seeds are fixed: a deterministic verdict)
 REJECT = 1e-6  # every shortcut must be rejected at this level by the very same test
-
-
-class TableState:
-    """What a TableModel has read of one text: the tokens seen."""
-
-    def __init__(self):
-        self.history: list[int] = []
-
-    @property
-    def length(self) -> int:
-        return len(self.history)
-
-    def rollback(self, length: int) -> None:
-        if not 0 <= length <= self.length:
-            raise ValueError(f"rollback length must be in [0, {self.length}], got {length}")
-        del self.history[length:]
 
 
 class TableModel:
@@ -69,14 +54,14 @@ class TableModel:
         self.name, self.vocab_size, self.max_context = name, self.logits.shape[1], max_context
         self.calls = 0
 
-    def start(self) -> TableState:
-        return TableState()
+    def start(self) -> TokenHistory:
+        return TokenHistory()  # what it has read of one text: the tokens seen
 
-    def score(self, tokens, state: TableState) -> np.ndarray:
+    def score(self, tokens, state: TokenHistory) -> np.ndarray:
         tokens = np.asarray(tokens, dtype=np.int64).reshape(-1).tolist()
         if not tokens or state.length + len(tokens) > self.max_context:
             raise ValueError(f"{self.name}: cannot score {len(tokens)} tokens after {state.length}")
-        state.history += tokens
+        state.tokens += tokens
         self.calls += 1
         return self.logits[tokens]  # (n, V)
 

@@ -12,7 +12,6 @@ the machine may be shared, and other programs only ever make a run slower.
 import argparse
 import json
 import os
-import platform
 import time
 
 import numpy as np
@@ -22,17 +21,13 @@ import specdec
 from specdec.serving import cluster, loadtest
 from specdec.serving.server import BackgroundServer
 from specdec.serving.service import GenerationService
+from specdec.threads import cpu_name
 from specdec.timing import cost_ratios, expected_tokens, time_calls, time_scoring
 
 
 def machine() -> str:
     """The CPU model and numpy's BLAS (library, kernel, threads): what every figure depends on."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as info:
-            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     blas = [
         f"{i['internal_api']} {i.get('version', '')} {i.get('architecture', '')}, {i['num_threads']} thread(s)"
         for i in threadpool_info()
@@ -153,16 +148,7 @@ def instrumentation_cost(service: GenerationService, body: dict, repeats: int = 
     per_request = time_calls({"fixed": per_request_work}, repeats=repeats, number=20)["fixed"]
     generation = time_calls(
         {
-            "plain": lambda: specdec.speculative_generate(
-                service.target,
-                service.draft,
-                request.prompt,
-                request.max_new_tokens,
-                request.params,
-                request.gamma,
-                np.random.default_rng(request.seed),
-                end_token=0,
-            )
+            "plain": lambda: uninstrumented(service, request),
         },
         repeats=max(5, repeats // 3),
     )["plain"]
