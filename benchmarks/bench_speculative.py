@@ -109,7 +109,9 @@ def main() -> None:
     print(f"date: {datetime.date.today().isoformat()}; machine: {describe_machine()}")
     threads = generation_blas_threads()
     setting = (
-        "BLAS threads: the library's default (numpy's own setting)" if threads is None else f"{threads} BLAS thread(s)"
+        "BLAS threads: numpy's own setting"
+        if threads is None
+        else f"BLAS threads while generating: {threads} (the library's default)"
     )
     print(f"Python {platform.python_version()}; {setting}")
     print("load average before (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))

@@ -77,6 +77,9 @@ class GPT:
         self.n_head = n_head
         self.head_dim = self.d_model // n_head
         self.layers = [[self.w[key] for key in layer_names(i)] for i in range(self.n_layer)]
+        # The causal mask, added to scores: -inf above the diagonal (exp(-inf) = 0).
+        self.causal = np.triu(np.full((self.max_context, self.max_context), -np.inf, dtype=np.float32), k=1)
+        self.causal.flags.writeable = False
 
     def start(self) -> KVCache:
         """A fresh, empty KV cache for one text."""
@@ -93,18 +96,18 @@ class GPT:
             raise ValueError(f"context overflow: {start} tokens seen + {n} new > max_context {self.max_context}")
         h, dh = self.n_head, self.head_dim
         x = self.w["wte"][tokens] + self.w["wpe"][start:end]  # (n, d)
-        # New position i (absolute start + i) may look at positions 0 .. start + i.
-        future = np.arange(end)[None, :] > np.arange(start, end)[:, None]  # (n, end)
         for layer, (g1, b1, w_qkv, b_qkv, w_o, b_o, g2, b2, w_in, b_in, w_out, b_out) in enumerate(self.layers):
             qkv = layer_norm(x, g1, b1) @ w_qkv + b_qkv  # (n, 3d)
             q, k, v = qkv.reshape(n, 3, h, dh).transpose(1, 2, 0, 3)  # 3 x (h, n, dh)
             cache.keys[layer, :, start:end] = k
             cache.values[layer, :, start:end] = v
-            scores = q @ cache.keys[layer, :, :end].transpose(0, 2, 1) * (1 / math.sqrt(dh))  # (h, n, end)
-            if n > 1:
-                scores[:, future] = -np.inf
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (h, n, end)
-            attention = scores / scores.sum(axis=-1, keepdims=True)  # (h, n, end) rows sum to 1
+            scores = q @ cache.keys[layer, :, :end].transpose(0, 2, 1)  # (h, n, end)
+            scores *= 1 / math.sqrt(dh)  # in place (here and below): fewer temporaries
+            if n > 1:  # new token i (position start + i) must not see the new tokens after it
+                scores[:, :, start:] += self.causal[:n, :n]  # (h, n, n) block of the new tokens
+            scores -= scores.max(axis=-1, keepdims=True)
+            attention = np.exp(scores, out=scores)  # (h, n, end)
+            attention /= attention.sum(axis=-1, keepdims=True)  # rows sum to 1
             mixed = (attention @ cache.values[layer, :, :end]).transpose(1, 0, 2).reshape(n, -1)  # (n, d)
             x = x + mixed @ w_o + b_o  # (n, d)
             x = x + gelu(layer_norm(x, g2, b2) @ w_in + b_in) @ w_out + b_out  # (n, d)

@@ -132,12 +132,13 @@ def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndar
     if params.greedy:
         return one_hot_argmax(x)
     vocab = x.shape[-1]
+    filtered = (params.top_k is not None and params.top_k < vocab) or params.top_p < 1 or params.min_p > 0
+    if not filtered:  # temperature alone: a softmax, in as few numpy calls as possible (decoding's hot path)
+        probs = np.exp(scaled_logits(x, x.max(axis=-1, keepdims=True), params.temperature))  # (..., V)
+        probs /= probs.sum(axis=-1, keepdims=True)
+        return probs
     rows = x.reshape(-1, vocab)  # (R, V)
     row_max = rows.max(axis=-1, keepdims=True)  # (R, 1)
-    filtered = (params.top_k is not None and params.top_k < vocab) or params.top_p < 1 or params.min_p > 0
-    if not filtered:  # temperature alone: a softmax
-        probs = np.exp(scaled_logits(rows, row_max, params.temperature))  # (R, V)
-        return (probs / probs.sum(axis=-1, keepdims=True)).reshape(x.shape)
     full_mass = None
     if params.top_k is None and params.top_p < 1:
         full_mass = np.exp(scaled_logits(rows, row_max, params.temperature)).sum(axis=-1)  # (R,)

@@ -1,13 +1,16 @@
-"""The BLAS thread setting that generation runs with: leave it alone by default, or pin it for every call.
+"""The BLAS thread setting that generation runs with: one thread by default, restored afterwards.
 
-Decoding multiplies a few rows by small weight matrices, thousands of times, and whether a
-second BLAS thread helps depends on the machine. Measured with the bundled target (16 held-out
-prompts, 160 tokens, T = 1, interleaved): on a 2-core Intel Xeon with OpenBLAS's SkylakeX kernels,
-two threads were about 5% faster than one for plain and for speculative decoding; on a 2-core
-AMD EPYC with its Haswell kernels one thread gave the larger speed-up. So by default generation
-leaves numpy's BLAS as the caller set it, and `set_generation_blas_threads(1)` makes `generate`
-and `speculative_generate` run with one thread (through threadpoolctl when it is installed;
-without it nothing changes) while leaving the caller's setting untouched outside them.
+Decoding multiplies a few rows by small weight matrices, thousands of times: products far too
+small to gain from a second thread, which then only adds synchronisation and, on a busy 2-core
+machine, waits. Measured with the bundled models (8 held-out prompts, 160 tokens, T = 1,
+settings alternated prompt by prompt, three passes): on a 2-core Intel Xeon with OpenBLAS's
+SkylakeX kernels, plain decoding ran at the same speed with one thread as with two, and
+speculative decoding about 5% faster with one; on a 2-core AMD EPYC with the Haswell kernels one
+thread gave the larger speed-up too (1.25x against 1.12x at T = 1). So `generate` and
+`speculative_generate` run with one BLAS thread (through threadpoolctl when it is installed;
+without it nothing changes) and leave the caller's setting untouched outside them.
+`set_generation_blas_threads(n)` chooses another limit, `set_generation_blas_threads(None)`
+leaves BLAS as the caller set it.
 
 The limit is process-wide (a BLAS library has one setting), so it is counted: the first
 generation to start sets it, the last one to finish restores what was there before, and
@@ -24,7 +27,7 @@ _lock = threading.Lock()
 _active = 0  # generations running now
 _limiter = None  # threadpoolctl's handle while any generation runs; None when unset or unavailable
 _controller = None  # threadpoolctl.ThreadpoolController, made once: finding the libraries takes milliseconds
-_threads: int | None = None  # leave BLAS as the caller set it
+_threads: int | None = 1  # one BLAS thread while generating (see above); None: leave BLAS alone
 
 
 def generation_blas_threads() -> int | None:

@@ -35,17 +35,23 @@ def blas_threads(n: int) -> Iterator[None]:
 
 
 def time_scoring(
-    model, n_values: Sequence[int], repeats: int = 21, context: int = 64, rng: np.random.Generator | None = None
+    model,
+    n_values: Sequence[int],
+    repeats: int = 21,
+    context: int = 64,
+    rng: np.random.Generator | None = None,
+    number: int = 4,
 ) -> dict[int, float]:
     """Median seconds of one `model.score` call of n new tokens after `context` random tokens, for each n.
 
-    Rounds (after one untimed warm-up) visit the n in a shuffled order; the state rolls back after
-    each call, so every call starts from the same cache length. Token ids: `rng` (default seeded 0).
+    Rounds (after one untimed warm-up) visit the n in a shuffled order and time `number` calls of
+    each n in a row, each call on its own; the state rolls back after every call, so every call
+    starts from the same cache length. Token ids: `rng` (default seeded 0).
     """
     n_values = [check_count(n, "each n") for n in n_values]
     if not n_values or len(set(n_values)) != len(n_values):
         raise ValueError(f"n_values must be distinct integers >= 1, got {n_values}")
-    repeats = check_count(repeats, "repeats")
+    repeats, number = check_count(repeats, "repeats"), check_count(number, "number")
     context = check_integer(context, "context", minimum=0)
     if context + max(n_values) > model.max_context:
         raise ValueError(
@@ -59,13 +65,13 @@ def time_scoring(
             model.score(rng.integers(0, model.vocab_size, context), state)
         base = state.length
         for n in rng.permutation(n_values).tolist():
-            tokens = rng.integers(0, model.vocab_size, n)  # (n,)
-            start = time.perf_counter()
-            model.score(tokens, state)
-            seconds = time.perf_counter() - start
-            state.rollback(base)
-            if round_ > 0:
-                timings[n].append(seconds)
+            for tokens in rng.integers(0, model.vocab_size, (number, n)):  # (n,) each: `number` calls in a row
+                start = time.perf_counter()
+                model.score(tokens, state)
+                seconds = time.perf_counter() - start
+                state.rollback(base)
+                if round_ > 0:
+                    timings[n].append(seconds)
     return {n: float(np.median(timings[n])) for n in n_values}
 
 

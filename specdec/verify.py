@@ -62,10 +62,10 @@ def speculative_verify(draft_tokens, draft_probs, target_probs, rng: np.random.G
 def verify_drawn(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, rng: np.random.Generator):
     """speculative_verify without the checks (for callers that built q, p and tokens themselves)."""
     gamma = tokens.size
-    rows = np.arange(gamma)  # (gamma,)
     u = rng.random(gamma)  # (gamma,) fresh uniforms, one per drafted position
-    accepted = u < p[rows, tokens] / q[rows, tokens]  # (gamma,) strict: p(x) = 0 never accepts
-    n = gamma if accepted.all() else int(np.argmin(accepted))  # length of the accepted prefix
+    n = 0  # the accepted prefix: draft n is accepted iff u_n < p_n(x_n) / q_n(x_n), strict (p = 0 never accepts)
+    while n < gamma and u[n] < p[n, tokens[n]] / q[n, tokens[n]]:  # a scalar loop: at most gamma cheap steps
+        n += 1
     if n == gamma:  # all accepted: the bonus token comes from the next target distribution
         last = draw(p[n], rng)
     else:  # residual_distribution(p[n], q[n]) without re-checking rows we built ourselves

@@ -198,6 +198,29 @@ def test_time_scoring_times_every_n_and_leaves_the_model_as_it_was(rng):
     np.testing.assert_array_equal(model.score([1, 2, 3, 4, 5, 6], model.start()), fresh_before)  # the model too
 
 
+def test_time_scoring_makes_number_calls_of_each_n_in_a_row(rng):
+    """Decoding repeats one shape, so the timed calls come in runs of the same n, each from the same cache length."""
+    model = tiny_gpt(rng)
+    calls = []  # (n, cache length before the call) of every score call
+
+    class Recording:
+        name, vocab_size, max_context = model.name, model.vocab_size, model.max_context
+        start = model.start
+
+        def score(self, tokens, state):
+            calls.append((len(tokens), state.length))
+            return model.score(tokens, state)
+
+    time_scoring(Recording(), [1, 3, 2], repeats=2, context=8, rng=rng, number=5)
+    timed = [call for call in calls if call[0] != 8]  # the context calls score 8 tokens
+    assert len(timed) == 3 * 5 * 3  # warm-up round + 2 rounds, 5 calls of each n
+    runs = [timed[i : i + 5] for i in range(0, len(timed), 5)]
+    assert all(len({n for n, _ in run}) == 1 for run in runs)  # each run is one n
+    assert {length for _, length in timed} == {8}  # every call starts after the context
+    with pytest.raises(ValueError, match="number must be an integer >= 1"):
+        time_scoring(model, [1], number=0)
+
+
 def test_time_scoring_works_with_the_ngram_and_an_empty_context(rng):
     draft = NGramModel.build(rng.integers(0, 11, 500), order=3, vocab_size=11)
     probe = rng.integers(0, 11, 20)  # (20,)
