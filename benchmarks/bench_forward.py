@@ -10,7 +10,7 @@ weight, (n, d) @ (d, 4d), where a BLAS switches from a matrix-vector kernel (n =
 matrix-matrix one (n >= 2): the "gemv/gemm cliff", which differs between BLAS kernels
 (OpenBLAS's SkylakeX kernels on Intel, its Haswell kernels on AMD).
 
-    python benchmarks/bench_forward.py            # about a minute; prints the machine and BLAS first
+    python benchmarks/bench_forward.py            # a few seconds; prints the machine and BLAS first
 
 Every figure is this machine's: run it on another CPU kind to compare (the header names the CPU
 and the BLAS kernel). Generation's BLAS setting (`specdec.threads`, one thread by default) is used.
