@@ -107,13 +107,15 @@ def timed_pairs(plain_run, fast_run, pairs: int) -> tuple[list[float], list[floa
 def predicted_speedup(target, draft, params, prompt, result: SpeculativeResult) -> tuple[float, float, dict, float]:
     """The cost model on this machine for the rounds this run made: tokens / sum of (g c + f(g + 1)).
 
-    f(n) is measured with time_scoring after the prompt (notebook 07), c as the seconds of one
-    whole draft step (scoring and drawing) over one target step, both with the BLAS setting
-    generation uses. Returns (predicted speed-up, c, f, seconds of one target step).
+    f(n) is measured with time_scoring halfway through the run (notebook 07: a call's cost grows
+    with the tokens already cached), c as the seconds of one whole draft step (scoring and
+    drawing) over one target step, both with the BLAS setting generation uses. Returns
+    (predicted speed-up, c, f, seconds of one target step).
     """
     most = max(result.drafted_per_round, default=0) + 1
+    middle = min(len(prompt) + result.tokens.size // 2, target.max_context - most)  # tokens cached halfway
     with generation_threads():
-        times = time_scoring(target, list(range(1, most + 1)), repeats=15, context=len(prompt))
+        times = time_scoring(target, list(range(1, most + 1)), repeats=15, context=middle)
     f = cost_ratios(times)
     steps = 100
     draft_runs = [generate(draft, prompt, steps, params, np.random.default_rng(0)).seconds for _ in range(5)]
