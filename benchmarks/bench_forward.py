@@ -5,7 +5,8 @@ how each part of a layer grows with n. This script times every step of one layer
 target exactly as `specdec.gpt.GPT.score` runs it (layer norm, the qkv product, attention scores,
 mask, softmax, the attention-weighted values, the output projection, the MLP's two products and
 GELU), after a context of 128 tokens, plus the whole `score` call, with `time_calls`: every step at
-every n interleaved in shuffled rounds, medians. Then the bare matrix products of the MLP's first
+every n interleaved in shuffled rounds, medians. (The mask and the softmax work on a copy of the
+scores, so their figures include one small copy each.) Then the bare matrix products of the MLP's first
 weight, (n, d) @ (d, 4d), where a BLAS switches from a matrix-vector kernel (n = 1) to a
 matrix-matrix one (n >= 2): the "gemv/gemm cliff", which differs between BLAS kernels
 (OpenBLAS's SkylakeX kernels on Intel, its Haswell kernels on AMD).
