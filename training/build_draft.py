@@ -89,7 +89,10 @@ def target_runs(
     while start + chunk.shape[1] < total:
         logits = batched_logits(target, chunk, keys, values, start).astype(np.float64)  # (B, V)
         p_rows = softmax(logits, 1.0)  # (B, V) the target's distribution for the next position
-        tokens = np.argmax(logits, axis=-1) if temperature == 0 else draw(softmax(logits, temperature), rng)  # (B,)
+        if temperature == 0:
+            tokens = np.argmax(logits, axis=-1)  # (B,)
+        else:  # at temperature 1 the rows just computed are the ones to draw from
+            tokens = draw(p_rows if temperature == 1 else softmax(logits, temperature), rng)  # (B,)
         start += chunk.shape[1]
         runs[:, start] = tokens
         probs[:, start - p] = p_rows
