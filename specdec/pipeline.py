@@ -110,10 +110,31 @@ def kept_count(top: np.ndarray, full_mass: np.ndarray | None, whole_row: bool, p
 
 def scaled_logits(x: np.ndarray, row_max: np.ndarray, temperature: float) -> np.ndarray:
     """(x - max x) / T in float64: the same numbers softmax(x, T) exponentiates."""
-    with np.errstate(over="ignore"):  # as in softmax: logits a float range apart overflow to -inf, probability 0
+    # over: as in softmax, logits a float range apart overflow to -inf, probability 0; invalid: only
+    # temperature_probs passes unchecked logits (inf - inf is NaN there, and it then refuses them)
+    with np.errstate(over="ignore", invalid="ignore"):
         z = np.subtract(x, row_max, dtype=np.float64)  # (..., n) <= 0
-        z /= temperature
+        if temperature != 1:  # x / 1 is x: skip a pass over the row
+            z /= temperature
     return z
+
+
+def temperature_probs(logits, temperature: float) -> np.ndarray:
+    """softmax(logits / T) over the last axis, float64, checked after the fact: decoding's hot path.
+
+    A valid row's normaliser sum(exp(z)) is >= 1 (its largest term is exp(0)); NaN, +inf or a
+    row of only -inf make it NaN. So one comparison checks every row, and check_logits runs
+    only to explain a failure. Bit for bit the same numbers as softmax(logits, T).
+    """
+    x = np.asarray(logits)
+    if x.dtype.kind != "f" or x.ndim == 0 or x.size == 0:  # integers, scalars, empty: check_logits first
+        x = check_logits(x)
+    probs = np.exp(scaled_logits(x, x.max(axis=-1, keepdims=True), temperature))  # (..., V)
+    total = probs.sum(axis=-1, keepdims=True)  # (..., 1)
+    if not total.min(initial=1.0) >= 1:  # False for NaN too
+        check_logits(x)  # raises: it says which row holds NaN, +inf or only -inf
+    probs /= total
+    return probs
 
 
 def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndarray:
@@ -127,16 +148,15 @@ def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndar
     Temperature never reorders logits, so candidates can be chosen on the raw logits and
     scaled afterwards; only top-p without top-k needs the normalising sum of the whole row.
     """
-    x = check_logits(logits)  # (..., V)
     params = check_params(params)
+    x = np.asarray(logits)  # (..., V)
+    vocab = x.shape[-1] if x.ndim else 0
+    filtered = (params.top_k is not None and params.top_k < vocab) or params.top_p < 1 or params.min_p > 0
+    if not (params.greedy or filtered):  # temperature alone: decoding's hot path
+        return temperature_probs(x, params.temperature)
+    x = check_logits(x)
     if params.greedy:
         return one_hot_argmax(x)
-    vocab = x.shape[-1]
-    filtered = (params.top_k is not None and params.top_k < vocab) or params.top_p < 1 or params.min_p > 0
-    if not filtered:  # temperature alone: a softmax, in as few numpy calls as possible (decoding's hot path)
-        probs = np.exp(scaled_logits(x, x.max(axis=-1, keepdims=True), params.temperature))  # (..., V)
-        probs /= probs.sum(axis=-1, keepdims=True)
-        return probs
     rows = x.reshape(-1, vocab)  # (R, V)
     row_max = rows.max(axis=-1, keepdims=True)  # (R, 1)
     full_mass = None

@@ -230,6 +230,39 @@ def test_bad_logits_are_refused_by_the_pipeline(logits, message, rng):
         specdec.sample_token(np.array(logits), SamplingParams(), rng)
 
 
+@pytest.mark.parametrize("temperature", [0.4, 1.0, 2.5])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_temperature_alone_is_softmax_bit_for_bit(temperature, dtype):
+    """The hot path (checked after the fact, no division by T = 1) gives softmax's numbers exactly."""
+    rng = np.random.default_rng(5)
+    logits = (rng.standard_normal((3, 4, 50)) * 4).astype(dtype)  # (3, 4, 50)
+    if dtype != np.int64:
+        logits[0, 1, :49] = -np.inf  # a row whose only token has probability exactly 1
+    expected = specdec.softmax(logits, temperature)
+    for x in (logits, logits[1, 2], logits.tolist()):  # a batch, one row, a nested list
+        got = specdec.sampling_probs(x, SamplingParams(temperature))
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, expected if np.ndim(x) == 3 else expected[1, 2])
+
+
+@pytest.mark.parametrize(
+    ("logits", "error", "message"),
+    [
+        ([np.nan, 0.0], ValueError, "contains NaN"),
+        ([[0.0, 1.0], [2.0, 1.0], [0.0, np.inf]], ValueError, r"\+inf in row 2"),
+        (np.array([[-np.inf, -np.inf], [0.0, 1.0]], dtype=np.float32), ValueError, "entirely -inf in row 0"),
+        (np.zeros((2, 0)), ValueError, "empty vocabulary"),
+        (np.float64(1.0), ValueError, "must have a vocabulary axis"),
+        (np.array([True, False]), TypeError, "must be an array of real numbers"),
+    ],
+)
+def test_temperature_alone_refuses_what_check_logits_refuses(logits, error, message):
+    """The hot path validates after computing; a bad row must still raise, never return NaN or warn."""
+    for temperature in (1.0, 0.5):
+        with pytest.raises(error, match=message):
+            specdec.sampling_probs(logits, SamplingParams(temperature))
+
+
 def test_survivors_that_continue_past_the_candidates_are_all_kept():
     """V > 1024 takes the candidates path: four 5.0s and 2,000 zeros tied with the 5th largest logit.
 
