@@ -12,7 +12,7 @@ prompt by prompt, with the library's defaults apart from the threshold. Fixed ga
 them for comparison. It prints tokens per target call (a count: the same on every machine) and the
 measured speed-up (this machine's: the CPU and BLAS kernel are printed first).
 
-    python benchmarks/bench_auto_threshold.py                      # about 3 minutes on a 2-core machine
+    python benchmarks/bench_auto_threshold.py                      # about 2 minutes on a 2-core machine
     python benchmarks/bench_auto_threshold.py --thresholds 0.15 0.03 --prompts 8   # a quick look
 
 Needs only the course's environment; run it on an otherwise quiet machine. Differences of a few

@@ -147,6 +147,7 @@ def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndar
     the m candidates, those rows retry with 16x more (finally a full sort): always exact.
     Temperature never reorders logits, so candidates can be chosen on the raw logits and
     scaled afterwards; only top-p without top-k needs the normalising sum of the whole row.
+    Temperature alone, decoding's usual case, is a softmax: temperature_probs.
     """
     params = check_params(params)
     x = np.asarray(logits)  # (..., V)
