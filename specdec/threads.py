@@ -17,9 +17,13 @@ generation to start sets it, the last one to finish restores what was there befo
 threads that generate at the same time never leave it changed behind them.
 """
 
+import os
+import platform
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+import numpy as np
 
 from specdec.validation import check_integer
 
@@ -73,8 +77,6 @@ def generation_threads() -> Iterator[None]:
 
 def cpu_name() -> str:
     """The CPU's model name (from /proc/cpuinfo on Linux, else what `platform` knows)."""
-    import platform
-
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
             return next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
@@ -84,10 +86,6 @@ def cpu_name() -> str:
 
 def describe_machine() -> str:
     """The CPU and numpy's BLAS (library, version, kernel): what every timing in the course depends on."""
-    import os
-
-    import numpy as np
-
     cpu = cpu_name()
     try:
         from threadpoolctl import threadpool_info

@@ -15,29 +15,30 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 MACHINE = re.compile(r"machine: .+ logical CPUs; numpy \S+, .+ kernels\)")
 
 
-def run(script: str, *args: str) -> str:
+def run(script: str, *args: str, returncode: int = 0) -> subprocess.CompletedProcess:
+    """Run a benchmark script with this interpreter; check its exit status."""
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True, timeout=300, check=False
     )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    assert done.returncode == returncode, done.stderr
+    return done
 
 
 def test_bench_forward_prints_the_kernel_and_f_of_n():
-    out = run("bench_forward.py")
+    out = run("bench_forward.py").stdout
     assert MACHINE.search(out)
     assert re.search(r"^f\(n\)\s+1\.00(\s+\d\.\d\d){3}$", out, re.MULTILINE)
 
 
 def test_bench_speculative_checks_the_targets_at_the_defaults():
-    out = run("bench_speculative.py", "--gammas", "3", "auto", "--prompts", "2", "--repeats", "1")
+    out = run("bench_speculative.py", "--gammas", "3", "auto", "--prompts", "2", "--repeats", "1").stdout
     assert MACHINE.search(out)
     assert "greedy outputs identical to plain decoding: True" in out
     assert re.search(r"^  T=1 +tokens per call \d\.\d\d \(target 3\.0: (met|MISSED)\)", out, re.MULTILINE)
 
 
 def test_bench_auto_threshold_prints_a_row_per_threshold_and_gamma():
-    out = run("bench_auto_threshold.py", "--thresholds", "0.15", "0", "--gammas", "4", "--prompts", "2")
+    out = run("bench_auto_threshold.py", "--thresholds", "0.15", "0", "--gammas", "4", "--prompts", "2").stdout
     assert MACHINE.search(out)
     for setting in ("greedy", "T=1"):
         for rule in ("auto, stop < 0.15", "auto, stop < 0", "gamma = 4"):
@@ -46,11 +47,5 @@ def test_bench_auto_threshold_prints_a_row_per_threshold_and_gamma():
 
 @pytest.mark.parametrize("thresholds", [["1"], ["-0.1"]])
 def test_bench_auto_threshold_refuses_thresholds_outside_0_1(thresholds):
-    done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench_auto_threshold.py"), "--thresholds", *thresholds],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 2
+    done = run("bench_auto_threshold.py", "--thresholds", *thresholds, returncode=2)
     assert "--thresholds must be in [0, 1)" in done.stderr
