@@ -103,6 +103,85 @@ def test_numbers_quoted_in_prose_are_printed_by_the_notebook(path):
     assert not missing, f"{path.name}: markdown quotes {missing}, which no output of the notebook prints"
 
 
+# Rounded and approximate figures: a decimal with two significant digits ("α 0.72", "2.5 characters")
+# or a number after "about" ("about 40", "about 15%") must be what a number printed by a nearby cell
+# (or written in its code) rounds to, at the figure's own precision: "about 2.5" next to a printed
+# 2.84 fails. Nearby: the NEARBY_BEFORE code cells above the prose and NEARBY_AFTER below it; a
+# Summary may quote any cell of its notebook.
+TWO_DIGITS = re.compile(r"(?<![\w.,])(\d+\.\d+(?: million)?)(?![\w.]*\d)")
+APPROXIMATE = re.compile(
+    r"(?i)(?:\babout|\baround|\broughly|\bnearly|\balmost|≈|~)\s*(\d+(?:,\d{3})*(?:\.\d+)?(?: million)?)(\s*%)?"
+)
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?")
+NOT_A_RESULT = [  # references and units that look like figures
+    re.compile(r"(?i)\b(?:section|chapter|version|python|equation|table)s?\s+\d+(?:\.\d+)+"),
+    re.compile(r"(?i)\d+(?:\.\d+)?\s*(?:minutes|hours|min)\b"),
+]
+NEARBY_BEFORE, NEARBY_AFTER = 4, 2
+# Figures quoted from published sources, not computed by the notebook.
+CITED_APPROXIMATE: dict[str, set[str]] = {path.name[:2]: set() for path in NOTEBOOKS} | {
+    "06": {"0.6", "1.3"},  # Shannon's (1951) estimates of the entropy of English, in bits per character
+    "07": {"2.5", "3.4", "312"},  # published speed-ups (Leviathan et al., Chen et al.); the A100's datasheet
+}
+
+
+def cell_numbers(cell: dict) -> list[float]:
+    """Every number a code cell prints or writes in its source."""
+    texts = [course_stats.cell_source(cell)]
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        text = output.get("text") or data.get("text/plain", "") or data.get("text/html", "")
+        texts.append(text if isinstance(text, str) else "".join(text))
+    return [float(token.replace(",", "")) for token in NUMBER.findall("\n".join(texts))]
+
+
+def approximate_figures(markdown: str) -> set[str]:
+    """Two-significant-digit decimals and numbers after "about" in prose (formulas, code and links removed)."""
+    markdown = re.sub(r"\$[^$]*\$", " ", markdown)
+    markdown = re.sub(r"`[^`]*`", " ", markdown)
+    markdown = re.sub(r"\]\([^)]*\)", "]", markdown)  # link targets
+    markdown = re.sub(r"(arXiv:)?\b\d{4}\.\d{4,5}\b", " ", markdown)
+    for pattern in NOT_A_RESULT:
+        markdown = pattern.sub(" ", markdown)
+    found = {token for token in TWO_DIGITS.findall(markdown) if significant_digits(token.split()[0]) == 2}
+    found |= {number + ("%" if percent else "") for number, percent in APPROXIMATE.findall(markdown)}
+    return found
+
+
+def rounds_to(figure: str, numbers: list[float]) -> bool:
+    """Whether some number rounds to the figure at its precision (40 -> tens; 2.5 -> tenths; 15% -> 0.15 too)."""
+    if figure.endswith(" million"):
+        return rounds_to(figure.removesuffix(" million"), [x / 1e6 for x in numbers])
+    digits = figure.rstrip("%").replace(",", "")
+    value = float(digits)
+    decimals = len(digits.split(".")[1]) if "." in digits else -(len(digits) - len(digits.rstrip("0")))
+    if value == 0:
+        decimals = max(decimals, 0)
+    scales = (1.0, 100.0) if figure.endswith("%") else (1.0,)
+    return any(abs(round(x * scale, decimals) - value) < 1e-9 for x in numbers for scale in scales)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name[:2])
+def test_rounded_and_approximate_figures_match_what_nearby_cells_print(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    code = [i for i, cell in enumerate(cells) if cell["cell_type"] == "code"]
+    everything = [x for i in code for x in cell_numbers(cells[i])]
+    wrong = []
+    for i, cell in enumerate(cells[1:], start=1):  # the header states times, not results
+        if cell["cell_type"] != "markdown":
+            continue
+        source = course_stats.cell_source(cell)
+        if source.lstrip().lower().startswith("## summary"):
+            numbers = everything
+        else:
+            nearby = [j for j in code if j < i][-NEARBY_BEFORE:] + [j for j in code if j > i][:NEARBY_AFTER]
+            numbers = [x for j in nearby for x in cell_numbers(cells[j])]
+        for figure in sorted(approximate_figures(source) - CITED_APPROXIMATE[path.name[:2]]):
+            if not rounds_to(figure, numbers):
+                wrong.append(f"cell {i}: {figure!r} in {source[max(0, source.find(figure) - 50) :][:110]!r}")
+    assert not wrong, f"{path.name}: figures no nearby cell prints or sets:\n" + "\n".join(wrong)
+
+
 ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:root|home|Users|tmp|work|opt|usr/local|var/folders)/[\w.-]+")
 APPENDICES = sorted((ROOT / "notebooks" / "appendices").glob("*.ipynb"))
 SCANNED = [

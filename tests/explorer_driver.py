@@ -1,0 +1,110 @@
+"""Imported in a notebook's kernel after its last cell (see notebook_runs.py): move every explorer's controls.
+
+Every `interact` callback is called with values spread over each control's range (one control at
+a time, the others where the notebook left them, then all at their far end together). Every other
+control with an observer is moved through its range, and every button with a click handler is
+clicked. `interact` itself would catch a failing callback and print its traceback under the
+widget, where no test sees it; here the callback is called directly, so the error is reported.
+"""
+
+import json
+import traceback
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+from ipywidgets.widgets import widget as widget_module
+
+MARKER = "EXPLORER-REPORT "
+
+
+def spread(control: widgets.Widget, count: int = 5) -> list:
+    """Values over the control's whole range: both ends and points between (("index", i) for selections)."""
+    if isinstance(control, widgets.FloatLogSlider):
+        return [float(control.base**exponent) for exponent in np.linspace(control.min, control.max, count)]
+    if isinstance(control, widgets.IntRangeSlider):
+        return [(control.min, control.max), (control.min, control.min), (control.max, control.max)]
+    if isinstance(control, widgets.IntSlider | widgets.BoundedIntText):
+        return sorted({round(float(v)) for v in np.linspace(control.min, control.max, count)})
+    if isinstance(control, widgets.FloatSlider | widgets.BoundedFloatText):
+        return [float(v) for v in np.linspace(control.min, control.max, count)]
+    if hasattr(control, "options") and hasattr(control, "index"):
+        return [("index", i) for i in range(len(control.options))]
+    if isinstance(control, widgets.Checkbox | widgets.ToggleButton):
+        return [not control.value, control.value]
+    if isinstance(control, widgets.IntText):
+        return [control.value + 1, control.value + 10, control.value]
+    if isinstance(control, widgets.Text | widgets.Textarea):
+        return [control.value[: len(control.value) // 2], control.value]
+    return []
+
+
+def set_value(control: widgets.Widget, value) -> None:
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "index":
+        control.index = value[1]
+    else:
+        control.value = value
+
+
+def label(control: widgets.Widget) -> str:
+    return f"{type(control).__name__}({getattr(control, 'description', '')!r})"
+
+
+def drive_explorers() -> None:
+    """Drive every live explorer; print one line, MARKER + {"errors": [...], "driven": [...]}."""
+    errors, driven = [], []
+
+    def attempt(name: str, action) -> None:
+        try:
+            action()
+        except Exception:  # every failure is reported to the test, with its traceback
+            errors.append(f"{name}: {traceback.format_exc(limit=-4)}")
+        plt.close("all")
+
+    instances = list(widget_module._instances.values())
+    explorers = [w for w in instances if isinstance(w, widgets.interactive)]
+    inside = {id(control) for explorer in explorers for control in explorer.kwargs_widgets}
+
+    for explorer in explorers:
+        name = getattr(explorer.f, "__name__", repr(explorer.f))
+        controls = list(explorer.kwargs_widgets)
+
+        def call(explorer=explorer):
+            kwargs = {control._kwarg: control.get_interact_value() for control in explorer.kwargs_widgets}
+            explorer.f(**kwargs)  # not inside `with explorer.out:`, which would swallow the error
+
+        for control in controls:
+            start = control.value
+            for value in spread(control):
+
+                def move(control=control, value=value, call=call):
+                    set_value(control, value)
+                    call()
+
+                attempt(f"{name}: {label(control)} = {value!r}", move)
+            attempt(f"{name}: {label(control)} back to {start!r}", lambda c=control, v=start: setattr(c, "value", v))
+        for control in controls:
+            values = spread(control)
+            if values:
+                attempt(f"{name}: {label(control)} = {values[-1]!r}", lambda c=control, v=values[-1]: set_value(c, v))
+        attempt(f"{name}: every control at its far end", call)
+        driven.append(f"{name}({', '.join(label(control) for control in controls)})")
+
+    for control in instances:
+        if id(control) in inside or isinstance(control, widgets.interactive):
+            continue
+        if isinstance(control, widgets.Button):
+            if control._click_handlers.callbacks:
+                for _ in range(3):
+                    attempt(f"click {control.description!r}", control.click)
+                driven.append(f"Button({control.description!r})")
+            continue
+        if not control._trait_notifiers.get("value", {}).get("change"):
+            continue
+        values = spread(control)
+        for value in values:
+            attempt(f"{label(control)} = {value!r}", lambda c=control, v=value: set_value(c, v))
+        if values:
+            driven.append(label(control))
+
+    print(MARKER + json.dumps({"errors": errors, "driven": driven}))
