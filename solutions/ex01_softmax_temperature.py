@@ -14,7 +14,7 @@ def stable_softmax(logits, temperature):
         np.put_along_axis(probs, best, 1.0, axis=-1)
         return probs
     shifted = x - x.max(axis=-1, keepdims=True)  # (..., V) all <= 0, the max is exactly 0
-    weights = np.exp(shifted / temperature)  # (..., V) in [0, 1]: no overflow, and the sum is >= 1
+    weights = np.exp(shifted / temperature)  # (..., V) in [0, 1], the sum >= 1; a gap / T past the float range is -inf
     return weights / weights.sum(axis=-1, keepdims=True)  # (..., V)
 
 

@@ -6,6 +6,8 @@ interval that is the same token, so no statistical test will notice. The differe
 steps: a zero-probability token has F_(i-1) = F_i, and if u equals that value and nothing before
 reaches it, the left search stops on the empty interval. The only such place is u = 0 with a
 leading zero-probability token (rng.random() returns 0.0 once in 2**53 draws: rare, not impossible).
+buggy_draw also returns V, past the end, when the running sum stops short of u (seven tokens of
+1/7 and u = 1 - 2**-53): that is another bug, the missing clip, and not what the exercise asks for.
 """
 
 import numpy as np

@@ -1,19 +1,18 @@
-"""Solution to notebook 02, exercise 2: total variation distance from its definition."""
+"""Solution to notebook 02, exercise 2: the event that attains the total variation distance."""
 
 import numpy as np
 
 
-def tv_by_events(p, q) -> float:
-    """max over events A of |P(A) - Q(A)|, for two distributions over the same tokens.
+def best_event(p, q) -> np.ndarray:
+    """The event A (a boolean mask over the tokens) with the largest gap |P(A) - Q(A)|.
 
-    The event that achieves the maximum is A = {i : p_i > q_i}: every token in it adds
-    p_i - q_i > 0 to P(A) - Q(A), and any other token would add something <= 0. (The
-    complement gives the same gap with the opposite sign, so the absolute value changes
-    nothing.) Hence TV = sum over p_i > q_i of (p_i - q_i). Because both distributions sum
-    to 1, the positive and the negative differences have the same total, which is why this
-    equals half the L1 distance, 0.5 * sum |p_i - q_i|.
+    P(A) - Q(A) is the sum of p_i - q_i over the tokens in A, so each token decides for itself:
+    every token with p_i > q_i adds something positive, every other token adds something <= 0.
+    The largest gap therefore takes exactly the tokens with p_i > q_i (tokens with p_i = q_i
+    change nothing either way; the complement gives the same gap with the opposite sign).
+    Because both distributions sum to 1, the positive differences and the negative ones have
+    the same total, so this gap is half the L1 distance: 0.5 * sum |p_i - q_i|.
     """
     p = np.asarray(p, dtype=np.float64)  # (V,)
     q = np.asarray(q, dtype=np.float64)  # (V,)
-    gap = p - q  # (V,)
-    return float(gap[gap > 0].sum())  # P(A) - Q(A) for A = {i : p_i > q_i}
+    return p > q  # (V,) A = {i : p_i > q_i}

@@ -28,22 +28,26 @@ def nucleus_keep(probs, p):
 
 
 def fixed_nucleus_filter(logits, p=0.9):
-    """The seed blog's nucleus_filter with its three bugs fixed (one row of logits).
+    """The seed blog's nucleus_filter with its three bugs fixed (one row of logits), by small edits.
 
     1. It kept the tokens whose running sum *including themselves* is <= p, so the token that
        crosses p was dropped, and for p below the top probability nothing was kept at all
        (all -inf, then NaN after softmax). The rule is: keep while the mass *above* is < p.
     2. It kept a prefix of an argsort order, so of several tokens tied at the boundary an
-       arbitrary subset survived. Keeping every token as likely as the crossing token fixes that.
+       arbitrary subset survived. Dropping only the tokens *less likely* than the crossing
+       token fixes that.
     3. Its probabilities had the logits' dtype; in float32 the top probability of
        [0.5, 0.3, 0.2] rounds to 0.50000006 > 0.5. Compute them in float64.
     """
-    logits = np.asarray(logits)  # (V,)
-    probs = softmax(logits)  # (V,) float64, in token order (fix 3)
-    sorted_probs = np.sort(probs)[::-1]  # (V,) descending
-    cum_probs = np.cumsum(sorted_probs)  # (V,)
-    mass_above = np.concatenate([[0.0], cum_probs[:-1]])  # (V,) mass strictly before each position (fix 1)
-    n_keep = np.sum(mass_above < p)  # >= 1: nothing is above the top token
-    threshold = sorted_probs[n_keep - 1]  # the probability of the crossing token
-    keep = probs >= threshold  # (V,) ties with the crossing token stay too (fix 2)
-    return np.where(keep, logits, -np.inf)  # (V,) a new floating array; the input is untouched
+    sorted_indices = np.argsort(logits)[::-1]
+    sorted_logits = logits[sorted_indices]
+    sorted_probs = softmax(sorted_logits)  # fix 3: float64 probabilities (blog_softmax kept the logits' dtype)
+    cum_probs = np.cumsum(sorted_probs)
+    mass_above = np.concatenate([[0.0], cum_probs[:-1]])  # fix 1: the mass *above* each position...
+    cutoff = np.searchsorted(mass_above, p, side="left")  # ...is < p for the first `cutoff` positions (>= 1)
+    mask = np.zeros(logits.size, dtype=bool)
+    # fix 2: drop only the tokens less likely than the crossing token (its ties stay)
+    mask[sorted_indices] = sorted_probs < sorted_probs[cutoff - 1]
+    filtered = logits.copy()
+    filtered[mask] = -np.inf
+    return filtered

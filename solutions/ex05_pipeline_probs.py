@@ -16,7 +16,8 @@ def pipeline_probs(logits, params):
     every later filter sees the distribution renormalised over the survivors of the earlier
     ones, which is the rule. Details that matter:
       * temperature 0 is greedy: a one-hot distribution on the first maximum (no division by 0);
-      * subtract the row maximum *before* dividing by T, or a tiny T overflows (1000 / 0.01);
+      * subtract the row maximum *before* dividing by T: for T near 1e-308, x / T overflows to
+        inf (2 / 1e-308) and inf - inf is NaN; (x - max) / T is at most 0, and at worst -inf;
       * a disabled filter (top_k None, top_p 1, min_p 0) is skipped, not applied with a silly value;
       * everything works on (..., V) arrays because the filters and softmax do.
     """

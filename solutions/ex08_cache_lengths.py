@@ -7,9 +7,12 @@ Try the exercise first: a checker's counterexample teaches more than a finished 
 def cache_lengths(sequence_length, gamma, n_accepted):
     """(target_length, draft_length): the tokens each model has seen after the rollbacks that end a round.
 
-    Both models start the round caught up with the sequence (sequence_length tokens). The draft
-    scores its first gamma - 1 drafts, not the last one (nobody needs the token after it), so it
-    has seen sequence_length + gamma - 1 tokens; the target scores all gamma drafts in its call.
+    The round starts with a text of sequence_length tokens that neither model has fully read:
+    the target has one pending token, the draft one or two (both, the whole prompt in the first
+    round). Each first catches up on them. The draft then scores its first gamma - 1 drafts, not
+    the last one (nobody needs the token after it), so it has seen sequence_length + gamma - 1
+    tokens; the target scores the pending token and all gamma drafts in its one call:
+    sequence_length + gamma tokens.
     Both then keep the sequence and the accepted drafts: sequence_length + n_accepted tokens.
     The draft cannot keep more than it has seen: when every draft was accepted it stays one short,
     and next round it catches up on two tokens (its last draft and the bonus token).

@@ -14,8 +14,12 @@ that always agrees with the target passes; it takes a rejection to show the bug.
 
 The fix: keep the sequence and the accepted drafts only, len(sequence) + n, as the draft's line
 already does. The correction is the one pending token the target reads first in the next round.
-(The same mistake in the draft's line would not change the output at all, only the speed: under
-greedy verification the draft only proposes, and every emitted token is the target's argmax.)
+(The same mistake in the draft's line does not change the output, it stops the loop: the draft
+keeps the rejected draft, counts the correction as read, and its next catch-up,
+sequence[draft_cache.length:], is empty, which `score` refuses. Only a rejection before the last
+draft shows it: the last draft is never read, and the min() caps the rollback there. Rolling the
+draft back one token too far would only make it re-read that token: under greedy verification the
+draft only proposes, and every emitted token is the target's argmax.)
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Reference solution for exercise 3 of notebook 09 (spot the bug: the token the target adds).
+"""Reference solution for exercise 4 of notebook 09 (optional: spot the bug, the token the target adds).
 
 Try the exercise first: a checker's counterexample teaches more than a finished answer.
 """

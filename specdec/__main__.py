@@ -128,10 +128,13 @@ def verdict(ratios: list[float], predicted: float) -> str:
     low, high, middle = min(ratios), max(ratios), statistics.median(ratios)
     gap = (middle - predicted) / predicted
     if low > 1:
-        return (
-            f"speculative decoding was faster in all {len(ratios)} pairs ({low:.2f}x to {high:.2f}x), "
-            f"{abs(gap):.0%} {'above' if gap > 0 else 'below'} the cost model's prediction for this machine"
-        )
+        if abs(gap) < 0.005:
+            comparison = "as the cost model predicted for this machine"
+        else:
+            comparison = (
+                f"{abs(gap):.0%} {'above' if gap > 0 else 'below'} the cost model's prediction for this machine"
+            )
+        return f"speculative decoding was faster in all {len(ratios)} pairs ({low:.2f}x to {high:.2f}x), {comparison}"
     if high < 1:
         return f"speculative decoding was slower in all {len(ratios)} pairs: this machine does not reward it"
     return (

@@ -9,6 +9,11 @@ import numpy as np
 from specdec.validation import check_generator
 
 
+def check_rng(rng) -> np.random.Generator:
+    """Refuse anything but an explicit np.random.Generator (never a seed, never the global random state)."""
+    return check_generator(rng, "rng")
+
+
 def inverse_cdf(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Per row, the index i with F_(i-1) <= u < F_i, where F is the running sum of `weights`.
 
@@ -16,13 +21,8 @@ def inverse_cdf(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     owns an empty interval [F_(i-1), F_i), so it is never the answer, except past the end by
     rounding, which the caller repairs.
     """
-    cdf = np.cumsum(weights, axis=-1)  # (R, n) non-decreasing
+    cdf = np.cumsum(weights, axis=-1)  # (R, V) non-decreasing
     return np.minimum((cdf <= u[:, None]).sum(axis=-1), weights.shape[-1] - 1)  # (R,)
-
-
-def check_rng(rng) -> np.random.Generator:
-    """Refuse anything but an explicit np.random.Generator (never a seed, never the global random state)."""
-    return check_generator(rng, "rng")
 
 
 def check_probs(probs, name: str = "probs") -> np.ndarray:
@@ -50,7 +50,9 @@ def check_probs(probs, name: str = "probs") -> np.ndarray:
             raise ValueError(f"{name} contains NaN{where}")
         if value_min < 0:
             raise ValueError(f"{name} contains a negative probability ({value_min:g}){where}")
-        raise ValueError(f"{name} must sum to 1 (within {tolerance:g}) along the last axis, got {value_sum!r}{where}")
+        raise ValueError(
+            f"{name} must sum to 1 (within {tolerance:g}) along the last axis, got {float(value_sum)!r}{where}"
+        )
     return arr
 
 

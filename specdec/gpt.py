@@ -90,21 +90,21 @@ class GPT:
         if not isinstance(cache, KVCache) or cache.model is not self:
             raise TypeError(f"cache must be a KVCache from this model's start(), got {type(cache).__name__}")
         tokens = check_new_tokens(tokens, self.vocab_size)  # (n,)
-        n, start = tokens.size, cache.length
-        end = start + n
+        n, past = tokens.size, cache.length  # past: the tokens already cached
+        end = past + n
         if end > self.max_context:
-            raise ValueError(f"context overflow: {start} tokens seen + {n} new > max_context {self.max_context}")
+            raise ValueError(f"context overflow: {past} tokens seen + {n} new > max_context {self.max_context}")
         h, dh = self.n_head, self.head_dim
-        x = self.w["wte"][tokens] + self.w["wpe"][start:end]  # (n, d)
+        x = self.w["wte"][tokens] + self.w["wpe"][past:end]  # (n, d)
         for layer, (g1, b1, w_qkv, b_qkv, w_o, b_o, g2, b2, w_in, b_in, w_out, b_out) in enumerate(self.layers):
             qkv = layer_norm(x, g1, b1) @ w_qkv + b_qkv  # (n, 3d)
             q, k, v = qkv.reshape(n, 3, h, dh).transpose(1, 2, 0, 3)  # 3 x (h, n, dh)
-            cache.keys[layer, :, start:end] = k
-            cache.values[layer, :, start:end] = v
+            cache.keys[layer, :, past:end] = k
+            cache.values[layer, :, past:end] = v
             scores = q @ cache.keys[layer, :, :end].transpose(0, 2, 1)  # (h, n, end)
             scores *= 1 / math.sqrt(dh)  # in place (here and below): fewer temporaries
-            if n > 1:  # new token i (position start + i) must not see the new tokens after it
-                scores[:, :, start:] += self.causal[:n, :n]  # (h, n, n) block of the new tokens
+            if n > 1:  # new token i (position past + i) must not see the new tokens after it
+                scores[:, :, past:] += self.causal[:n, :n]  # (h, n, n) block of the new tokens
             scores -= scores.max(axis=-1, keepdims=True)
             attention = np.exp(scores, out=scores)  # (h, n, end)
             attention /= attention.sum(axis=-1, keepdims=True)  # rows sum to 1

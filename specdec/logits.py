@@ -85,7 +85,7 @@ def softmax(logits, temperature: float = 1.0, axis: int = -1) -> np.ndarray:
 def log_softmax(logits, axis: int = -1) -> np.ndarray:
     """(x - max x) - log(sum exp(x - max x)) in float64: finite where log(softmax(x)) would be -inf."""
     x = check_logits(vocabulary_last(logits, axis))  # (..., V)
-    with np.errstate(over="ignore"):  # as in softmax: an overflow here can only mean -inf
+    with np.errstate(over="ignore"):  # overflows only for logits a float range apart: -inf is the nearest float64
         shifted = x.astype(np.float64) - x.max(axis=-1, keepdims=True)  # (..., V)
     log_norm = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (..., 1) >= 0
     return np.moveaxis(shifted - log_norm, -1, axis)

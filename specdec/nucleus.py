@@ -20,6 +20,26 @@ def descending_exclusive_cumsum(sorted_desc: np.ndarray) -> np.ndarray:
     return above
 
 
+def top_p_filter(logits, p: float, min_tokens_to_keep: int = 1) -> np.ndarray:
+    """Keep token i iff the mass of the tokens strictly more likely than i is < p; -inf elsewhere.
+
+    So the crossing token and all ties at the boundary are kept (float64 throughout); p = 1 keeps
+    everything; the `min_tokens_to_keep` largest logits (and ties) always survive.
+    """
+    x = check_logits(logits)  # (..., V)
+    p = check_top_p(p)
+    min_tokens_to_keep = check_count(min_tokens_to_keep, "min_tokens_to_keep")
+    out = x.astype(np.result_type(x.dtype, np.float32), copy=True)  # (..., V)
+    if p == 1:
+        return out
+    probs = softmax(x)  # (..., V) float64
+    keep = probs >= nucleus_threshold(probs, p)  # (..., V)
+    if min_tokens_to_keep > 1:
+        keep |= out >= kth_largest(out, min(min_tokens_to_keep, x.shape[-1]))
+    out[~keep] = -np.inf
+    return out
+
+
 def nucleus_threshold(probs: np.ndarray, p: float, candidates: int = 64) -> np.ndarray:
     """The smallest probability the nucleus keeps, per row, shape (..., 1).
 
@@ -47,23 +67,3 @@ def nucleus_threshold(probs: np.ndarray, p: float, candidates: int = 64) -> np.n
         todo = todo[~settled]
         m = vocab if 16 * m > vocab // 4 else 16 * m  # for a nucleus that big a full sort is cheaper
     return threshold.reshape(probs.shape[:-1] + (1,))
-
-
-def top_p_filter(logits, p: float, min_tokens_to_keep: int = 1) -> np.ndarray:
-    """Keep token i iff the mass of the tokens strictly more likely than i is < p; -inf elsewhere.
-
-    So the crossing token and all ties at the boundary are kept (float64 throughout); p = 1 keeps
-    everything; the `min_tokens_to_keep` largest logits (and ties) always survive.
-    """
-    x = check_logits(logits)  # (..., V)
-    p = check_top_p(p)
-    min_tokens_to_keep = check_count(min_tokens_to_keep, "min_tokens_to_keep")
-    out = x.astype(np.result_type(x.dtype, np.float32), copy=True)  # (..., V)
-    if p == 1:
-        return out
-    probs = softmax(x)  # (..., V) float64
-    keep = probs >= nucleus_threshold(probs, p)  # (..., V)
-    if min_tokens_to_keep > 1:
-        keep |= out >= kth_largest(out, min(min_tokens_to_keep, x.shape[-1]))
-    out[~keep] = -np.inf
-    return out

@@ -77,6 +77,19 @@ def composed_sampling_probs(logits, params: SamplingParams = SamplingParams()) -
     return softmax(z)
 
 
+def sample_token(logits, params: SamplingParams = SamplingParams(), rng: np.random.Generator | None = None):
+    """Draw one token per row from sampling_probs(logits, params); greedy needs no rng.
+
+    Returns an np.int64 for one row of logits (shape (V,)), an int64 array for a batch.
+    """
+    params = check_params(params)
+    if params.greedy:
+        return np.argmax(check_logits(logits), axis=-1)
+    if rng is None:
+        raise TypeError("rng must be a np.random.Generator when temperature > 0, got None")
+    return draw(sampling_probs(logits, params), check_rng(rng))  # rows are distributions by construction
+
+
 def kept_count(top: np.ndarray, full_mass: np.ndarray | None, whole_row: bool, params: SamplingParams) -> np.ndarray:
     """How many of the sorted candidates survive all filters, per row (ties at the edge included).
 
@@ -185,16 +198,3 @@ def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndar
         todo = todo[~settled]
         m = min(16 * m, vocab)
     return probs.reshape(x.shape)
-
-
-def sample_token(logits, params: SamplingParams = SamplingParams(), rng: np.random.Generator | None = None):
-    """Draw one token per row from sampling_probs(logits, params); greedy needs no rng.
-
-    Returns an np.int64 for one row of logits (shape (V,)), an int64 array for a batch.
-    """
-    params = check_params(params)
-    if params.greedy:
-        return np.argmax(check_logits(logits), axis=-1)
-    if rng is None:
-        raise TypeError("rng must be a np.random.Generator when temperature > 0, got None")
-    return draw(sampling_probs(logits, params), check_rng(rng))  # rows are distributions by construction

@@ -15,67 +15,6 @@ from specdec.validation import check_integer, check_optional_token
 from specdec.verify import verify_drawn
 
 
-@dataclass
-class SpeculativeResult:
-    """What `speculative_generate` returns: the new tokens and what producing them cost."""
-
-    tokens: np.ndarray  # (n,) int64, the new tokens only
-    target_calls: int  # rounds: each scores the pending token and the drafts in one call
-    draft_calls: int
-    drafted: int  # draft tokens proposed
-    accepted: int  # draft tokens accepted
-    seconds: float
-    accepted_per_round: list = field(default_factory=list)  # n_accepted of each round with gamma > 0
-    drafted_per_round: list = field(default_factory=list)  # gamma of each round (smaller near the end)
-
-    @property
-    def acceptance_rate(self) -> float:
-        """Fraction of drafted tokens kept (tokens after a rejection count as not kept)."""
-        return self.accepted / self.drafted if self.drafted else 0.0
-
-    @property
-    def alpha(self) -> float:
-        """Estimated probability that a draft token is accepted, given the ones before it were.
-
-        Only tokens that were actually tested count: every accepted one, and one rejected
-        token in each round that did not accept all of its drafts.
-        """
-        rejected = sum(n < g for n, g in zip(self.accepted_per_round, self.drafted_per_round, strict=True))
-        tested = self.accepted + rejected
-        return self.accepted / tested if tested else 0.0
-
-    @property
-    def tokens_per_call(self) -> float:
-        return self.tokens.size / self.target_calls if self.target_calls else 0.0
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.tokens.size / self.seconds if self.seconds > 0 else float("inf")
-
-    def record_round(self, drafted: int, accepted: int) -> None:
-        """Count one round: one target call, and `drafted` draft calls of which `accepted` were kept."""
-        self.target_calls += 1
-        if drafted > 0:
-            self.draft_calls += drafted  # the catch-up call (which yields the first draft) + one per later draft
-            self.drafted += drafted
-            self.accepted += accepted
-            self.accepted_per_round.append(accepted)
-            self.drafted_per_round.append(drafted)
-
-
-AUTO_MAX_GAMMA = 8  # gamma="auto" never drafts more than this in one round
-AUTO_MIN_CONFIDENCE = 0.15  # ... and stops once the draft gives its block less than this probability
-
-
-def check_gamma(gamma) -> int | str:
-    """gamma is a number of drafts per round (an integer >= 1) or "auto" (decided round by round)."""
-    if isinstance(gamma, str):
-        if gamma != "auto":
-            raise ValueError(f'gamma must be an integer >= 1 or "auto", got {gamma!r}')
-        return gamma
-    return check_integer(gamma, "gamma", minimum=1)
-
-
 def propose(
     draft: LanguageModel,
     state: DecodingState,
@@ -137,6 +76,71 @@ def verify(
         return [int(draw(p[0], rng))], 0
     emitted, n = verify_drawn(np.array(drafts), q, p, rng)
     return emitted.tolist(), n
+
+
+@dataclass
+class SpeculativeResult:
+    """What `speculative_generate` returns: the new tokens and what producing them cost."""
+
+    tokens: np.ndarray  # (n,) int64, the new tokens only
+    target_calls: int  # rounds: each scores the pending token and the drafts in one call
+    draft_calls: int
+    drafted: int  # draft tokens proposed
+    accepted: int  # draft tokens accepted
+    seconds: float
+    accepted_per_round: list = field(default_factory=list)  # n_accepted of each round with gamma > 0
+    drafted_per_round: list = field(default_factory=list)  # gamma of each round (smaller near the end)
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Fraction of drafted tokens kept (tokens after a rejection count as not kept)."""
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def alpha(self) -> float:
+        """Estimated probability that a draft token is accepted, given the ones before it were.
+
+        Only tokens that were actually tested count: every accepted one, and one rejected
+        token in each round that did not accept all of its drafts.
+        """
+        rejected = sum(n < g for n, g in zip(self.accepted_per_round, self.drafted_per_round, strict=True))
+        tested = self.accepted + rejected
+        return self.accepted / tested if tested else 0.0
+
+    @property
+    def tokens_per_call(self) -> float:
+        return self.tokens.size / self.target_calls if self.target_calls else 0.0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens.size / self.seconds if self.seconds > 0 else float("inf")
+
+    def record_round(self, drafted: int, accepted: int) -> None:
+        """Count one round: one target call, and `drafted` draft calls of which `accepted` were kept."""
+        self.target_calls += 1
+        if drafted > 0:
+            self.draft_calls += drafted  # the catch-up call (which yields the first draft) + one per later draft
+            self.drafted += drafted
+            self.accepted += accepted
+            self.accepted_per_round.append(accepted)
+            self.drafted_per_round.append(drafted)
+
+
+AUTO_MAX_GAMMA = 8  # gamma="auto" never drafts more than this in one round
+AUTO_MIN_CONFIDENCE = 0.15  # ... and stops once the draft gives its block less than this probability
+
+
+def check_gamma(gamma) -> int | str:
+    """gamma is a number of drafts per round (an integer >= 1) or "auto" (decided round by round)."""
+    message = f'gamma must be an integer >= 1 or "auto", got {gamma!r}'
+    if isinstance(gamma, str):
+        if gamma != "auto":
+            raise ValueError(message)
+        return gamma
+    try:
+        return check_integer(gamma, "gamma", minimum=1)
+    except (TypeError, ValueError) as error:  # the same message, "auto" included, whatever is wrong
+        raise type(error)(message) from None
 
 
 def speculative_generate(

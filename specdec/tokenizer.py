@@ -23,7 +23,9 @@ class CharTokenizer:
         return [self.index.get(char, UNKNOWN) for char in text]
 
     def decode(self, ids) -> str:
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)  # (n,)
+        ids = np.asarray(ids).reshape(-1)  # (n,)
+        if ids.size and ids.dtype.kind not in "iu":  # int64 conversion would silently turn 1.7 into 1
+            raise TypeError(f"token ids must be integers, got dtype {ids.dtype}")
         if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
             raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.min()}..{ids.max()}")
-        return "".join(self.table[ids])
+        return "".join(self.table[ids.astype(np.int64)])

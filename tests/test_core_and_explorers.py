@@ -30,7 +30,7 @@ EXPLORERS = {
     "06": ["explore("],
     "07": ["explore("],
     "08": ["Dropdown('prompt')", "IntSlider('γ')", "IntSlider('round')", "Button('next ▶')"],
-    "09": ["IntText('seed')", "IntSlider('round')"],
+    "09": ["BoundedIntText('seed')", "IntSlider('round')"],
     "10": ["explore("],
 }
 SHOWN_ERRORS = 3

@@ -65,6 +65,51 @@ def test_the_quoted_course_times_are_the_sums_of_the_notebook_headers(where):
         assert int(minutes) == totals[f"{first}-{last}"], f"{where}: {first}–{last} quoted as {minutes} minutes"
 
 
+# The instructor guide's timetables: rows "| 0:25 | 08 Greedy speculative decoding | ... (50 min) |".
+TIMETABLE_ROW = re.compile(r"^\|\s*(\d+):(\d\d)\s*\|\s*([^|]*)\|(.*)\((\d+) min\)[^|]*\|\s*$", re.MULTILINE)
+# The guide's track headings, the longest each may run (minutes, breaks included), and the notebooks
+# it must reach. A workshop track (3 hours, half day) demos some cells and keeps some exercises, so its
+# rows are the instructor's plan; the two-day course runs every core as written, at its stated time.
+TRACKS = {
+    "Speculative decoding in 3 hours": (180, ["08", "09", "10"], False),
+    "The sampling half day": (240, ["00", "01", "02", "03", "04", "05"], False),
+    "Day 1": (480, course_stats.HALF_DAY, True),
+    "Day 2": (480, course_stats.SECOND_HALF, True),
+}
+
+
+def guide_section(heading: str) -> str:
+    text = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
+    match = re.search(rf"^##+ {re.escape(heading)}.*?$(.*?)(?=^##+ |\Z)", text, re.MULTILINE | re.DOTALL)
+    assert match, f"docs/instructors.md has no section headed '{heading}'"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("track", list(TRACKS))
+def test_each_track_timetable_adds_up_and_fits_its_slot(track):
+    limit, notebooks, as_written = TRACKS[track]
+    rows = TIMETABLE_ROW.findall(guide_section(track))
+    assert rows, f"'{track}': no timetable rows of the form '| 0:00 | NN title | what happens (M min) |'"
+    clock = int(rows[0][0]) * 60 + int(rows[0][1])
+    reached = []
+    for hours, minutes, what, _, length in rows:
+        start = int(hours) * 60 + int(minutes)
+        assert start == clock, (
+            f"'{track}': '{what.strip()}' starts at {hours}:{minutes}; the row above ends at minute {clock}"
+        )
+        number = re.match(r"(\d\d)\b", what.strip())
+        if number and number.group(1) in STATS:
+            reached.append(number.group(1))
+            stated = STATS[number.group(1)]["core_minutes"]
+            if as_written:
+                assert int(length) == stated, (
+                    f"'{track}': {number.group(1)} given {length} min, its header says {stated}"
+                )
+        clock = start + int(length)
+    assert clock <= limit, f"'{track}' runs {clock} minutes, more than {limit}"
+    assert sorted(set(reached)) == sorted(notebooks), f"'{track}' reaches notebooks {reached}, not {notebooks}"
+
+
 def output_text(path: Path) -> str:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     parts = []

@@ -53,6 +53,12 @@ def test_the_verdict_says_when_the_machine_is_too_noisy_to_tell():
     assert verdict([0.5, 0.6, 0.7, 0.8, 0.9], 1.75).startswith("speculative decoding was slower in all 5 pairs")
 
 
+def test_the_verdict_compares_the_median_with_the_prediction_in_words():
+    assert verdict([1.2, 1.28, 1.3], 1.28).endswith("as the cost model predicted for this machine")  # not "0% below"
+    assert verdict([1.2, 1.5, 1.6], 1.25).endswith("20% above the cost model's prediction for this machine")
+    assert verdict([1.1, 1.2, 1.3], 1.5).endswith("20% below the cost model's prediction for this machine")
+
+
 def test_help_reads_well():
     result = subprocess.run([sys.executable, "-m", "specdec", "--help"], capture_output=True, text=True, check=True)
     assert "speculative decoding" in result.stdout and "--temperature" in result.stdout

@@ -37,10 +37,47 @@ def forgets_return(weights):
     weights / np.sum(weights)
 
 
-@pytest.mark.parametrize("wrong", [stub, whole_batch_sum, no_keepdims, divides_by_max, forgets_return])
+def loops_over_the_first_axis(weights):  # right for (V,) and (B, V); a (B, T, V) block gets one sum per block
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim == 1:
+        return weights / weights.sum()
+    return np.array([row / row.sum() for row in weights])
+
+
+def rounded_to_two_decimals(weights):  # right on short decimals, wrong on thirds
+    weights = np.asarray(weights, dtype=np.float64)
+    return np.round(weights / weights.sum(axis=-1, keepdims=True), 2)
+
+
+def in_float32(weights):  # the right values, to float32 precision only
+    weights = np.asarray(weights, dtype=np.float32)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+WRONG = [
+    stub,
+    whole_batch_sum,
+    no_keepdims,
+    divides_by_max,
+    forgets_return,
+    loops_over_the_first_axis,
+    rounded_to_two_decimals,
+    in_float32,
+]
+
+
+@pytest.mark.parametrize("wrong", WRONG)
 def test_wrong_answers_fail(wrong, capsys):
     assert not check_normalise(wrong)
     out = capsys.readouterr().out
     assert out.startswith("✗")
     if wrong is stub:
         assert "not attempted yet" in out
+
+
+def test_the_messages_say_in_words_what_printed_numbers_hide(capsys):
+    check_normalise(in_float32)
+    assert "float64 is asked" in capsys.readouterr().out
+    check_normalise(no_keepdims)  # fails on the first batch, whose rows have different sums
+    out = capsys.readouterr().out
+    assert "[[1., 3.]," in out and "differ" in out

@@ -78,6 +78,102 @@ def float16_arithmetic(logits, temperature):  # right idea, but float16 keeps on
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
+def float32_arithmetic(logits, temperature):  # keeps float32 logits in float32: float64 is asked
+    x = np.asarray(logits)
+    if x.dtype.kind != "f":
+        x = x.astype(np.float64)
+    if temperature == 0:
+        probs = np.zeros_like(x)
+        np.put_along_axis(probs, np.argmax(x, axis=-1, keepdims=True), 1.0, axis=-1)
+        return probs
+    weights = np.exp((x - x.max(axis=-1, keepdims=True)) / temperature)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def greedy_one_hot_keeps_the_dtype(logits, temperature):  # np.zeros_like(logits): integer logits, integer one-hot
+    if temperature == 0:
+        x = np.asarray(logits)
+        probs = np.zeros_like(x)
+        np.put_along_axis(probs, np.argmax(x, axis=-1, keepdims=True), 1, axis=-1)
+        return probs
+    return solution.stable_softmax(logits, temperature)
+
+
+def greedy_rows_by_arange(logits, temperature):  # right for one row and for a 2-D batch, wrong for 3-D
+    if temperature == 0:
+        x = np.asarray(logits, dtype=np.float64)
+        if x.ndim == 1:
+            return np.eye(x.shape[-1])[np.argmax(x)]
+        probs = np.zeros_like(x)
+        probs[np.arange(x.shape[0]), np.argmax(x, axis=-1)] = 1.0
+        return probs
+    return solution.stable_softmax(logits, temperature)
+
+
+def greedy_below_a_small_temperature(logits, temperature):  # "tiny T means greedy": ties are split in the limit
+    if temperature < 0.05:
+        return solution.stable_softmax(logits, 0)
+    return solution.stable_softmax(logits, temperature)
+
+
+def divides_first_with_a_tiny_temperature_guard(logits, temperature):  # dodges the overflow with a greedy guard
+    if temperature < 1e-300:
+        return solution.stable_softmax(logits, 0)
+    x = np.asarray(logits, dtype=np.float64) / temperature
+    weights = np.exp(x - x.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def exp_of_the_package_log_softmax(logits, temperature):  # "in numpy", not with the package's log_softmax
+    if temperature == 0:
+        return solution.stable_softmax(logits, 0)
+    x = np.asarray(logits, dtype=np.float64)
+    return np.exp(specdec.log_softmax((x - x.max(axis=-1, keepdims=True)) / temperature))
+
+
+def greedy_with_the_package_one_hot(logits, temperature):  # greedy from specdec.logits, not written in numpy
+    if temperature == 0:
+        return specdec.logits.one_hot_argmax(np.asarray(logits, dtype=np.float64))
+    return solution.stable_softmax(logits, temperature)
+
+
+def float32_arithmetic_cast_at_the_end(logits, temperature):  # float64 dtype, float32 digits
+    x = np.asarray(logits)
+    x = x.astype(np.float32) if x.dtype == np.float32 else x.astype(np.float64)
+    if temperature == 0:
+        return solution.stable_softmax(x, 0)
+    weights = np.exp((x - x.max(axis=-1, keepdims=True)) / x.dtype.type(temperature))
+    return (weights / weights.sum(axis=-1, keepdims=True)).astype(np.float64)
+
+
+def shifts_the_callers_logits_in_place(logits, temperature):  # x -= max edits the caller's float64 array
+    x = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        return solution.stable_softmax(x, 0)
+    x -= x.max(axis=-1, keepdims=True)
+    weights = np.exp(x / temperature)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def multiplies_by_the_reciprocal(logits, temperature):  # (x - m) * (1 / T): subnormal T, 1 / T = inf, 0 * inf = NaN
+    x = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        return solution.stable_softmax(x, 0)
+    weights = np.exp((x - x.max(axis=-1, keepdims=True)) * (1 / temperature))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def stable_softmax_delegates(logits, temperature):  # the package's softmax, not the learner's
+    return specdec.softmax(logits, temperature)
+
+
+def stable_softmax_delegates_under_an_alias(logits, temperature):
+    return package_softmax(logits, temperature)
+
+
+package_softmax = specdec.softmax  # as `from specdec import softmax as package_softmax` would bind it
+
+
 def test_stable_softmax_solution_passes(capsys):
     assert check_stable_softmax(solution.stable_softmax)
     assert capsys.readouterr().out.startswith("✓")
@@ -93,10 +189,43 @@ def test_stable_softmax_solution_passes(capsys):
         greedy_last_index,
         global_max,
         float16_arithmetic,
+        float32_arithmetic,
+        greedy_one_hot_keeps_the_dtype,
+        greedy_rows_by_arange,
+        stable_softmax_delegates,
+        stable_softmax_delegates_under_an_alias,
+        greedy_below_a_small_temperature,
+        divides_first_with_a_tiny_temperature_guard,
+        exp_of_the_package_log_softmax,
+        greedy_with_the_package_one_hot,
+        float32_arithmetic_cast_at_the_end,
+        shifts_the_callers_logits_in_place,
+        multiplies_by_the_reciprocal,
     ],
 )
 def test_stable_softmax_wrong_answers_fail(wrong, capsys):
     assert_fails(check_stable_softmax, wrong, capsys)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "why"),
+    [
+        (float32_arithmetic, "float32 probabilities; float64 is asked"),
+        (greedy_one_hot_keeps_the_dtype, "int64 probabilities; float64 is asked"),
+        (stable_softmax_delegates, "it calls softmax"),
+        (stable_softmax_delegates_under_an_alias, "it calls softmax"),
+        (greedy_below_a_small_temperature, "expected [0. , 0.5, 0.5, 0. ]"),
+        (divides_first_with_a_tiny_temperature_guard, "expected [0.5, 0.5, 0. ]"),
+        (exp_of_the_package_log_softmax, "it calls log_softmax from specdec"),
+        (greedy_with_the_package_one_hot, "it calls one_hot_argmax from specdec"),
+        (float32_arithmetic_cast_at_the_end, "float32 arithmetic"),
+        (shifts_the_callers_logits_in_place, "changed the logits it was given"),
+        (multiplies_by_the_reciprocal, "got [nan, nan]"),
+    ],
+)
+def test_stable_softmax_says_why(wrong, why, capsys):
+    assert_fails(check_stable_softmax, wrong, capsys, why)
+    assert specdec.softmax([0.0, 0.0]).tolist() == [0.5, 0.5]  # restored after the check
 
 
 def test_stable_softmax_stub_is_not_attempted(capsys):
@@ -133,6 +262,35 @@ def log_softmax_without_keepdims(logits):  # right for one row, broadcasts wrong
     return shifted - np.log(np.exp(shifted).sum(axis=-1))
 
 
+def log_softmax_float32(logits):  # right formula, but float32 logits stay float32: float64 is asked
+    x = np.asarray(logits)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def log_softmax_clamps_minus_inf(logits):  # avoids -inf - (-inf) by clipping: -inf becomes a finite number
+    x = np.maximum(np.asarray(logits, dtype=np.float64), -1e30)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def log_softmax_float32_cast_at_the_end(logits):  # float64 dtype, float32 digits
+    x = np.asarray(logits)
+    x = x.astype(np.float32) if x.dtype == np.float32 else x.astype(np.float64)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return (shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))).astype(np.float64)
+
+
+def log_softmax_in_place(logits):  # x -= max edits the caller's float64 array
+    x = np.asarray(logits, dtype=np.float64)
+    x -= x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def log_softmax_delegates(logits):
+    return specdec.log_softmax(logits)
+
+
 def test_log_softmax_solution_passes(capsys):
     assert check_log_softmax(solution.stable_log_softmax)
     assert capsys.readouterr().out.startswith("✓")
@@ -146,10 +304,28 @@ def test_log_softmax_solution_passes(capsys):
         log_softmax_global_max,
         log_softmax_forgets_the_shift_in_the_sum,
         log_softmax_without_keepdims,
+        log_softmax_float32,
+        log_softmax_clamps_minus_inf,
+        log_softmax_delegates,
+        log_softmax_float32_cast_at_the_end,
+        log_softmax_in_place,
     ],
 )
 def test_log_softmax_wrong_answers_fail(wrong, capsys):
     assert_fails(check_log_softmax, wrong, capsys)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "why"),
+    [
+        (log_softmax_float32, "float32 log-probabilities; float64 is asked"),
+        (log_softmax_delegates, "it calls log_softmax"),
+        (log_softmax_float32_cast_at_the_end, "float32 arithmetic"),
+        (log_softmax_in_place, "changed the logits it was given"),
+    ],
+)
+def test_log_softmax_says_why(wrong, why, capsys):
+    assert_fails(check_log_softmax, wrong, capsys, why)
 
 
 def test_log_softmax_of_softmax_fails_with_minus_inf(capsys):
@@ -214,6 +390,91 @@ def wrong_exception_type(x, temperature=1.0):
         raise RuntimeError(str(error)) from None
 
 
+def validated(x, temperature):  # the solution's checks, then its values are replaced below
+    solution.fixed_softmax(x, temperature)
+    return np.asarray(x, dtype=np.float64)
+
+
+def greedy_global_argmax(x, temperature=1.0):  # greedy right for one row: a batch gets the column of the global max
+    x = validated(x, temperature)
+    if temperature == 0:
+        probs = np.zeros_like(x)
+        probs[..., np.argmax(x) % x.shape[-1]] = 1.0
+        return probs
+    return solution.stable_softmax(x, temperature)
+
+
+def greedy_first_row_argmax(x, temperature=1.0):  # every row gets the first row's argmax
+    x = validated(x, temperature)
+    if temperature == 0:
+        probs = np.zeros_like(x)
+        probs[..., np.argmax(x.reshape(-1, x.shape[-1])[0])] = 1.0
+        return probs
+    return solution.stable_softmax(x, temperature)
+
+
+def greedy_ties_all_ones(x, temperature=1.0):  # a one at every tied maximum: not a distribution
+    x = validated(x, temperature)
+    if temperature == 0:
+        return (x == x.max(axis=-1, keepdims=True)).astype(np.float64)
+    return solution.stable_softmax(x, temperature)
+
+
+def greedy_before_validation(x, temperature=1.0):  # returns the greedy answer before checking the logits
+    if temperature == 0:
+        return solution.stable_softmax(x, 0)
+    return solution.fixed_softmax(x, temperature)
+
+
+def nan_check_on_the_first_row_only(x, temperature=1.0):  # a batch with NaN or +inf in a later row passes
+    if not np.isfinite(temperature) or temperature < 0:
+        raise ValueError("bad temperature")
+    x = np.asarray(x, dtype=np.float64)
+    first = x.reshape(-1, x.shape[-1])[0]
+    if np.isnan(first).any() or (first == np.inf).any() or (x == -np.inf).all(axis=-1).any():
+        raise ValueError("bad logits")
+    return solution.stable_softmax(x, temperature)
+
+
+def fixed_keeps_float16(x, temperature=1.0):  # right values, but float16 logits give float16 probabilities
+    return solution.fixed_softmax(x, temperature).astype(np.asarray(x).dtype)
+
+
+def fixed_greedy_below_a_small_temperature(x, temperature=1.0):  # validated, but "tiny T means greedy"
+    if temperature < 0.05:
+        return solution.fixed_softmax(x, 0.0 if temperature >= 0 else temperature)
+    return solution.fixed_softmax(x, temperature)
+
+
+def fixed_divides_first_with_a_guard(x, temperature=1.0):  # breaks rule 2, with a greedy guard against the overflow
+    solution.fixed_softmax(x, temperature)  # validation only
+    return divides_first_with_a_tiny_temperature_guard(x, temperature)
+
+
+def validates_with_the_package(x, temperature=1.0):  # rules 4 and 5 delegated to specdec's own checks
+    specdec.logits.check_temperature(temperature)
+    checked = specdec.logits.check_logits(x)
+    return solution.stable_softmax(checked, temperature)
+
+
+def fixed_with_the_package_log_softmax(x, temperature=1.0):  # exp(log_softmax): the package does the work
+    solution.fixed_softmax(x, temperature)  # validation only
+    if temperature == 0:
+        return solution.stable_softmax(x, 0)
+    x = np.asarray(x, dtype=np.float64)
+    return np.exp(specdec.log_softmax((x - x.max(axis=-1, keepdims=True)) / temperature))
+
+
+def fixed_in_place(x, temperature=1.0):  # validated, then x -= max edits the caller's array
+    solution.fixed_softmax(x, temperature)  # validation only
+    return shifts_the_callers_logits_in_place(x, temperature)
+
+
+def fixed_multiplies_by_the_reciprocal(x, temperature=1.0):  # validated, then (x - m) * (1 / T): NaN at T = 1e-310
+    solution.fixed_softmax(x, temperature)  # validation only
+    return multiplies_by_the_reciprocal(x, temperature)
+
+
 def test_fixed_softmax_solution_passes(capsys):
     assert check_fixed_softmax(solution.fixed_softmax)
     assert capsys.readouterr().out.startswith("✓")
@@ -243,10 +504,47 @@ def delegates_to_the_module(x, temperature=1.0):  # the same, imported from spec
         validated_but_global,
         validated_but_divides_first,
         wrong_exception_type,
+        greedy_global_argmax,
+        greedy_first_row_argmax,
+        greedy_ties_all_ones,
+        greedy_before_validation,
+        nan_check_on_the_first_row_only,
+        fixed_keeps_float16,
+        fixed_greedy_below_a_small_temperature,
+        fixed_divides_first_with_a_guard,
+        validates_with_the_package,
+        fixed_with_the_package_log_softmax,
+        fixed_in_place,
+        fixed_multiplies_by_the_reciprocal,
     ],
 )
 def test_fixed_softmax_wrong_answers_fail(wrong, capsys):
     assert_fails(check_fixed_softmax, wrong, capsys)
+
+
+def test_fixed_softmax_says_float64_is_asked(capsys):
+    assert_fails(check_fixed_softmax, fixed_keeps_float16, capsys, "float16 probabilities; float64 is asked")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "why"),
+    [
+        (fixed_greedy_below_a_small_temperature, "expected [0. , 0.5, 0.5, 0. ]"),
+        (fixed_divides_first_with_a_guard, "expected [0.5, 0.5, 0. ]"),
+        (validates_with_the_package, "it calls check_temperature from specdec"),
+        (fixed_with_the_package_log_softmax, "it calls log_softmax from specdec"),
+        (fixed_in_place, "changed the logits it was given"),
+        (fixed_multiplies_by_the_reciprocal, "got [nan, nan]"),
+    ],
+)
+def test_fixed_softmax_says_why(wrong, why, capsys):
+    assert_fails(check_fixed_softmax, wrong, capsys, why)
+    assert specdec.logits.check_logits([0.0, 1.0]).tolist() == [0.0, 1.0]  # restored after the check
+
+
+def test_fixed_softmax_refusal_does_not_claim_the_exercise_asks_for_log_softmax(capsys):
+    assert_fails(check_fixed_softmax, fixed_with_the_package_log_softmax, capsys, "numpy")
+    assert specdec.log_softmax([0.0, 0.0]).tolist() == [-np.log(2), -np.log(2)]  # restored after the check
 
 
 def test_fixed_softmax_refuses_delegation_and_restores_softmax(capsys):
@@ -284,14 +582,67 @@ def drops_the_minus_sign(probs):
     return (p * np.log2(safe)).sum(axis=-1)
 
 
+def masks_then_sums_everything(probs):  # p[p > 0] flattens the batch: one number for all the rows
+    p = np.asarray(probs, dtype=np.float64)
+    return -(p[p > 0] * np.log2(p[p > 0])).sum()
+
+
+def entropy_over_the_first_axis(probs):  # sums over axis 0: right for one row, not for a batch
+    p = np.asarray(probs, dtype=np.float64)
+    safe = np.where(p > 0, p, 1.0)
+    return -(p * np.log2(safe)).sum(axis=0)
+
+
+def entropy_with_a_small_epsilon(probs):  # log2(p + 1e-9): no NaN, but every term is a little off
+    p = np.asarray(probs, dtype=np.float64)
+    return -(p * np.log2(p + 1e-9)).sum(axis=-1)
+
+
+def entropy_in_place(probs):  # overwrites the caller's zeros with ones
+    p = np.asarray(probs, dtype=np.float64)
+    p[p == 0] = 1.0
+    return -(np.where(p < 1, p, 0.0) * np.log2(p)).sum(axis=-1)
+
+
+def entropy_in_float32(probs):  # right, in the input's own precision: entropy does not ask for float64
+    p = np.asarray(probs)
+    safe = np.where(p > 0, p, np.ones_like(p))
+    return -(p * np.log2(safe)).sum(axis=-1)
+
+
+def test_entropy_in_float32_arithmetic_passes(capsys):
+    assert check_entropy_bits(entropy_in_float32)
+    assert capsys.readouterr().out.startswith("✓")
+
+
 def test_entropy_solution_passes(capsys):
     assert check_entropy_bits(solution.entropy_bits)
     assert capsys.readouterr().out.startswith("✓")
 
 
-@pytest.mark.parametrize("wrong", [naive_entropy, entropy_in_nats, entropy_of_whole_batch, drops_the_minus_sign])
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        naive_entropy,
+        entropy_in_nats,
+        entropy_of_whole_batch,
+        drops_the_minus_sign,
+        masks_then_sums_everything,
+        entropy_over_the_first_axis,
+        entropy_with_a_small_epsilon,
+        entropy_in_place,
+    ],
+)
 def test_entropy_wrong_answers_fail(wrong, capsys):
     assert_fails(check_entropy_bits, wrong, capsys)
+
+
+def test_entropy_shows_a_difference_too_small_for_six_digits(capsys):
+    assert_fails(check_entropy_bits, entropy_with_a_small_epsilon, capsys, "got -1.442695")
+
+
+def test_entropy_says_it_changed_its_input(capsys):
+    assert_fails(check_entropy_bits, entropy_in_place, capsys, "changed the probabilities it was given")
 
 
 def test_entropy_stub_is_not_attempted(capsys):

@@ -60,6 +60,31 @@ def in_float32(probs, p):  # the right rule, in float32
     return solution.nucleus_keep(np.asarray(probs, dtype=np.float32).astype(np.float64), p)
 
 
+def keeps_float32(probs, p):  # the right rule, but float32 probabilities are summed in float32
+    probs = np.asarray(probs)
+    desc = -np.sort(-probs, axis=-1)
+    above = np.cumsum(desc, axis=-1) - desc
+    threshold = np.take_along_axis(desc, (above < p).sum(axis=-1, keepdims=True) - 1, axis=-1)
+    return probs >= threshold
+
+
+def returns_ints(probs, p):  # the right tokens as 0/1 integers: used as an index, it picks tokens 0 and 1
+    return solution.nucleus_keep(probs, p).astype(int)
+
+
+def delegates_to_the_threshold(probs, p):  # the package's own nucleus_threshold, which the exercise asks for
+    from specdec.nucleus import nucleus_threshold
+
+    probs = np.asarray(probs, dtype=np.float64)
+    return probs >= nucleus_threshold(probs, p)
+
+
+def delegates_to_the_filter(probs, p):
+    probs = np.asarray(probs, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return specdec.top_p_filter(np.log(probs), p) > -np.inf
+
+
 def quadratic_definition(probs, p):  # right on small rows (notebook 04's mass_strictly_above), O(V^2) memory
     probs = np.asarray(probs, dtype=np.float64)
     beats = probs[..., None, :] > probs[..., :, None]
@@ -71,11 +96,117 @@ def test_nucleus_keep_refuses_a_quadratic_answer(capsys):
     assert "O(V^2)" in capsys.readouterr().out
 
 
+def test_nucleus_keep_says_float32_in_words(capsys):
+    assert not ex04.check_nucleus_keep(keeps_float32)
+    assert "float32" in capsys.readouterr().out.split("expected")[-1]
+
+
+def test_nucleus_keep_asks_for_a_boolean_mask(capsys):
+    assert not ex04.check_nucleus_keep(returns_ints)
+    assert "boolean" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong", [delegates_to_the_threshold, delegates_to_the_filter])
+def test_nucleus_keep_refuses_delegation(wrong, capsys):
+    assert not ex04.check_nucleus_keep(wrong)
+    out = capsys.readouterr().out
+    assert "it calls" in out, out
+    assert specdec.top_p_filter([0.0, -5.0], 0.5).tolist() == [0.0, -np.inf]  # restored
+
+
+def test_nucleus_keep_stops_a_quadratic_loop_quickly(capsys):
+    """The definition as a Python loop is right but O(V^2): on a million tokens it would run for hours."""
+    import time
+
+    start = time.perf_counter()
+    assert not ex04.check_nucleus_keep(direct_definition)
+    assert time.perf_counter() - start < 10
+    assert "O(V^2)" in capsys.readouterr().out
+
+
+def no_sort(probs, p):  # the exclusive running sum in token order: nothing is sorted
+    probs = np.asarray(probs, dtype=np.float64)
+    above = np.cumsum(probs, axis=-1) - probs
+    return above < p
+
+
+def sorts_in_place(probs, p):  # probs.sort() sorts the caller's array: the mask comes back in sorted order
+    probs = np.asarray(probs, dtype=np.float64)
+    probs.sort(axis=-1)
+    desc = probs[..., ::-1]
+    above = np.cumsum(desc, axis=-1) - desc
+    threshold = np.take_along_axis(desc, (above < p).sum(axis=-1, keepdims=True) - 1, axis=-1)
+    return probs >= threshold
+
+
+def sums_over_the_wrong_axis(probs, p):  # cumsum down the batch instead of along each row
+    probs = np.asarray(probs, dtype=np.float64)
+    desc = -np.sort(-probs, axis=-1)
+    above = np.cumsum(desc, axis=0) - desc
+    threshold = np.take_along_axis(desc, (above < p).sum(axis=-1, keepdims=True) - 1, axis=-1)
+    return probs >= threshold
+
+
+def _reference_under_another_name():
+    def nucleus_threshold_full_sort(probs, p):  # notebook 04's section-4 reference
+        top = np.sort(probs, axis=-1)[..., ::-1]
+        n = (specdec.nucleus.descending_exclusive_cumsum(top) < p).sum(axis=-1, keepdims=True)
+        return np.take_along_axis(top, n - 1, axis=-1)
+
+    return nucleus_threshold_full_sort
+
+
+renamed_reference = _reference_under_another_name()
+
+
+def delegates_to_a_renamed_reference(probs, p):  # an alias of the notebook's reference, plus a float64 cast
+    probs = np.asarray(probs, dtype=np.float64)
+    return probs >= renamed_reference(probs, p)
+
+
+def test_nucleus_keep_refuses_a_renamed_reference(capsys):
+    assert not ex04.check_nucleus_keep(delegates_to_a_renamed_reference)
+    assert "it calls nucleus_threshold_full_sort" in capsys.readouterr().out
+    assert renamed_reference(np.array([0.5, 0.5]), 0.5).tolist() == [0.5]  # restored
+
+
+@pytest.mark.parametrize("wrong", [no_sort, sorts_in_place, sums_over_the_wrong_axis, blog_rule])
+def test_nucleus_keep_blames_ties_only_when_ties_are_the_error(wrong, capsys):
+    """A tie split that comes from another bug (no sort, a sort of the input, the wrong axis) gets no tie note."""
+    assert not ex04.check_nucleus_keep(wrong)
+    out = capsys.readouterr().out
+    assert "tied tokens" not in out, out
+
+
+def test_nucleus_keep_blames_ties_when_they_are_the_error(capsys):
+    assert not ex04.check_nucleus_keep(first_n_positions)
+    assert "tied tokens" in capsys.readouterr().out
+
+
+def test_nucleus_keep_says_it_modified_its_input(capsys):
+    assert not ex04.check_nucleus_keep(sorts_in_place)
+    assert "modified its input" in capsys.readouterr().out
+
+
 def test_nucleus_keep_solution_passes():
     assert ex04.check_nucleus_keep(solution.nucleus_keep)
 
 
-@pytest.mark.parametrize("wrong", [stub, blog_rule, mass_above_at_most_p, first_n_positions, in_float32])
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        stub,
+        blog_rule,
+        mass_above_at_most_p,
+        first_n_positions,
+        in_float32,
+        keeps_float32,
+        returns_ints,
+        no_sort,
+        sorts_in_place,
+        sums_over_the_wrong_axis,
+    ],
+)
 def test_nucleus_keep_rejects(wrong, capsys):
     assert not ex04.check_nucleus_keep(wrong)
     assert "✗" in capsys.readouterr().out
@@ -141,6 +272,16 @@ def fixed_but_float32(logits, p=0.9):  # the right rule, probabilities rounded t
     return np.where(keep, logits, -np.inf)
 
 
+def blog_fixed_but_float32_probs(logits, p=0.9):  # fixes 1 and 2; blog_softmax keeps the logits' dtype
+    sorted_indices = np.argsort(logits)[::-1]
+    sorted_probs = blog_softmax(logits[sorted_indices])  # float32 for float32 logits
+    mass_above = np.cumsum(sorted_probs) - sorted_probs
+    threshold = sorted_probs[np.sum(mass_above < p) - 1]
+    keep = np.zeros(logits.size, dtype=bool)
+    keep[sorted_indices] = sorted_probs >= threshold
+    return np.where(keep, logits, -np.inf)
+
+
 def delegates_to_the_package(logits, p=0.9):  # returns exactly what is asked, by calling the reference
     return specdec.top_p_filter(logits, p).astype(np.float64)
 
@@ -163,11 +304,38 @@ def test_fixed_filter_solution_passes():
 
 
 @pytest.mark.parametrize(
-    "wrong", [stub, blog_nucleus_filter, blog_in_float64, searchsorted_left_plus_one, fixed_but_float32]
+    "wrong",
+    [
+        stub,
+        blog_nucleus_filter,
+        blog_in_float64,
+        searchsorted_left_plus_one,
+        fixed_but_float32,
+        blog_fixed_but_float32_probs,
+    ],
 )
 def test_fixed_filter_rejects(wrong, capsys):
     assert not ex04.check_fixed_nucleus_filter(wrong)
     assert "✗" in capsys.readouterr().out
+
+
+def fixed_filter_in_token_order(logits, p=0.9):  # fixes 1 and 3, but sums the probabilities in token order
+    probs = specdec.softmax(logits)
+    mass_above = np.cumsum(probs) - probs
+    threshold = np.sort(probs[mass_above < p])[0]
+    return np.where(probs >= threshold, logits, -np.inf)
+
+
+def test_fixed_filter_blames_ties_only_when_ties_are_the_error(capsys):
+    assert not ex04.check_fixed_nucleus_filter(fixed_filter_in_token_order)
+    assert "tied tokens" not in capsys.readouterr().out
+    assert not ex04.check_fixed_nucleus_filter(searchsorted_left_plus_one)
+    assert "tied tokens" in capsys.readouterr().out
+
+
+def test_fixed_filter_says_float32_probabilities_in_words(capsys):
+    assert not ex04.check_fixed_nucleus_filter(blog_fixed_but_float32_probs)
+    assert "float32 probabilities" in capsys.readouterr().out
 
 
 def test_fixed_filter_matches_package(rng):
@@ -210,3 +378,59 @@ def test_fixed_filter_random_cases_are_far_from_the_boundary():
             probs = specdec.softmax(logits)
             above = np.array([probs[probs > q].sum() for q in probs])
             assert np.abs(above - p).min() > 1e-9
+
+
+# --- wrong answers found by the second learner read ----------------------------------------
+
+
+def tiny_p_means_argmax(probs, p):  # a shortcut for tiny p: np.argmax keeps one of two tied maxima
+    probs = np.asarray(probs, dtype=np.float64)
+    if p < 1e-6:
+        return np.arange(probs.shape[-1]) == np.argmax(probs, axis=-1)[..., None]
+    return solution.nucleus_keep(probs, p)
+
+
+def test_nucleus_keep_rejects_a_tiny_p_argmax(capsys):
+    assert not ex04.check_nucleus_keep(tiny_p_means_argmax)
+    assert "tied tokens" in capsys.readouterr().out
+
+
+def mass_above_at_most_p_filter(logits, p=0.9):  # keeps a position while the mass above it is <= p
+    logits = np.asarray(logits)
+    probs = specdec.softmax(logits)
+    sorted_probs = np.sort(probs)[::-1]
+    mass_above = np.cumsum(sorted_probs) - sorted_probs
+    threshold = sorted_probs[np.sum(mass_above <= p) - 1]
+    return np.where(probs >= threshold, logits, -np.inf)
+
+
+def searchsorted_right_plus_one(logits, p=0.9):  # the blog's cutoff + 1, ties kept: one token too many at p
+    sorted_indices = np.argsort(logits)[::-1]
+    sorted_probs = specdec.softmax(logits[sorted_indices])
+    cum_probs = np.cumsum(sorted_probs)
+    cutoff = min(np.searchsorted(cum_probs, p, side="right") + 1, logits.size)
+    mask = np.zeros(logits.size, dtype=bool)
+    mask[sorted_indices] = sorted_probs < sorted_probs[cutoff - 1]
+    filtered = logits.copy()
+    filtered[mask] = -np.inf
+    return filtered
+
+
+@pytest.mark.parametrize("wrong", [mass_above_at_most_p_filter, searchsorted_right_plus_one])
+def test_fixed_filter_rejects_one_token_too_many_at_an_exact_boundary(wrong, capsys):
+    assert not ex04.check_fixed_nucleus_filter(wrong)
+    out = capsys.readouterr().out
+    assert "p=0.5," in out, out
+
+
+def flattens_the_batch(probs, p):  # one nucleus per first index: the rows of a (B, T, V) batch are merged
+    probs = np.asarray(probs, dtype=np.float64)
+    rows = probs.reshape(probs.shape[0], -1) if probs.ndim > 2 else probs
+    return solution.nucleus_keep(rows, p).reshape(probs.shape)
+
+
+def test_nucleus_keep_names_the_wrong_row_of_a_batch(capsys):
+    assert not ex04.check_nucleus_keep(flattens_the_batch)
+    out = capsys.readouterr().out
+    assert "(2, 3, 20)" in out and "row [0, " in out, out
+    assert "..." not in out and "…" not in out, out  # the row is shown whole, not cut short

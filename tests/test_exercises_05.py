@@ -122,6 +122,34 @@ def exactly_k_tokens(logits, params):  # top-k that breaks ties by position
     return softmax(specdec.min_p_filter(nucleus(z, params.top_p), params.min_p))
 
 
+def batch_maximum(logits, params):  # x - x.max(): one row's code on a batch, so a tiny T underflows whole rows
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature == 0:
+        return softmax(x, 0)
+    with np.errstate(over="ignore"):
+        z = (x - x.max()) / params.temperature
+    if params.top_k is not None:
+        z = top_k_filter(z, params.top_k)
+    return softmax(specdec.min_p_filter(nucleus(z, params.top_p), params.min_p))
+
+
+def delegates_pipeline_to_sampling_probs(logits, params):  # the package's pipeline, not one built from the filters
+    return specdec.sampling_probs(logits, params)
+
+
+def delegates_pipeline_to_the_composition(logits, params):
+    return specdec.pipeline.composed_sampling_probs(logits, params)
+
+
+def delegates_pipeline_to_the_checker(logits, params):
+    return ex05.reference_pipeline(logits, params)
+
+
+def float64_from_float32_arithmetic(logits, params):  # float64 dtype, but computed in float32 (about 7 digits)
+    probs = pipeline_solution.pipeline_probs(logits, params)
+    return probs.astype(np.float32).astype(np.float64)
+
+
 def float32_result(logits, params):  # right tokens, but the probabilities rounded to float32 (rtol 1e-9 fails)
     return pipeline_solution.pipeline_probs(logits, params).astype(np.float32)
 
@@ -132,6 +160,20 @@ def test_pipeline_solution_passes():
 
 def test_pipeline_reference_passes():
     assert ex05.check_pipeline_probs(ex05.reference_pipeline)
+
+
+def filters_without_special_cases(logits, params):  # only top_k=None skipped: top_p=1 and min_p=0 keep everything
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature == 0:
+        return softmax(x, 0)
+    z = (x - x.max(axis=-1, keepdims=True)) / params.temperature
+    if params.top_k is not None:
+        z = top_k_filter(z, params.top_k)
+    return softmax(specdec.min_p_filter(top_p_filter(z, params.top_p), params.min_p))
+
+
+def test_disabled_top_p_and_min_p_need_no_special_case():  # what Exercise 1's statement says
+    assert ex05.check_pipeline_probs(filters_without_special_cases)
 
 
 def test_the_exported_composition_passes():  # notebook 05's reference implementation, shown after the exercise
@@ -152,12 +194,99 @@ def test_the_exported_composition_passes():  # notebook 05's reference implement
         min_p_before_temperature,
         greedy_last_maximum,
         exactly_k_tokens,
+        batch_maximum,
+        float64_from_float32_arithmetic,
         float32_result,
     ],
 )
 def test_pipeline_rejects(wrong, capsys):
     assert not ex05.check_pipeline_probs(wrong)
     assert "✗" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [delegates_pipeline_to_sampling_probs, delegates_pipeline_to_the_composition, delegates_pipeline_to_the_checker],
+)
+def test_pipeline_refuses_delegation(wrong, capsys):
+    assert not ex05.check_pipeline_probs(wrong)
+    out = capsys.readouterr().out
+    assert "it calls" in out
+    assert "build the pipeline from top_k_filter, top_p_filter, min_p_filter and softmax" in out  # what Ex1 asks
+    assert specdec.sampling_probs([0.0, 0.0]).tolist() == [0.5, 0.5]  # restored
+    assert ex05.reference_pipeline(np.zeros(2), SamplingParams()).tolist() == [0.5, 0.5]
+
+
+def test_a_precision_failure_says_so(capsys):
+    assert not ex05.check_pipeline_probs(float32_result)
+    out = capsys.readouterr().out
+    assert "returned float32 probabilities; float64 is asked" in out and "only the precision is wrong" in out
+    assert not ex05.check_pipeline_probs(float64_from_float32_arithmetic)
+    assert "float32 precision" in capsys.readouterr().out
+
+
+def test_a_ragged_answer_gets_a_message_not_a_crash(capsys):
+    assert not ex05.check_pipeline_probs(lambda logits, params: [[1.0], [0.5, 0.5]])
+    assert "not an array" in capsys.readouterr().out
+
+
+def forgets_return(logits, params):  # computes the answer, then falls off the end: returns None
+    pipeline_solution.pipeline_probs(logits, params)
+
+
+def wrong_in_one_batch_row(logits, params):  # right everywhere except row (1, 2) of the (3, 4, 30) batch
+    probs = pipeline_solution.pipeline_probs(logits, params)
+    if np.ndim(logits) == 3:
+        probs[1, 2] = np.roll(probs[1, 2], 1)
+    return probs
+
+
+def ignores_the_temperature_once_filtered(logits, params):  # T = 1 whenever T > 0
+    temperature = 1.0 if params.temperature > 0 else 0.0
+    return pipeline_solution.pipeline_probs(
+        logits, SamplingParams(temperature, params.top_k, params.top_p, params.min_p)
+    )
+
+
+def test_a_crash_on_a_batch_says_where_to_find_its_arguments(capsys):
+    def crashes_on_batches(logits, params):
+        if np.ndim(logits) > 1:
+            raise ValueError("only one row")
+        return pipeline_solution.pipeline_probs(logits, params)
+
+    assert not ex05.check_pipeline_probs(crashes_on_batches)
+    assert (
+        "only one row" in (out := capsys.readouterr().out) and "(the exact arguments: ex05.pipeline_cases()[7])" in out
+    )
+
+
+@pytest.mark.parametrize("checker", [ex05.check_pipeline_probs, ex05.check_fixed_top_k_top_p, ex05.check_which_order])
+def test_the_stub_message_is_only_not_attempted(checker, capsys):
+    assert not checker(stub)
+    assert "not attempted yet" in (out := capsys.readouterr().out) and "exact arguments" not in out
+
+
+def test_a_missing_return_is_named(capsys):
+    assert not ex05.check_pipeline_probs(forgets_return)
+    out = capsys.readouterr().out
+    assert "returned None (is a return missing?)" in out and "got shape ()" not in out
+
+
+def test_a_wrong_batch_row_is_named_and_shown_whole(capsys):
+    assert not ex05.check_pipeline_probs(wrong_in_one_batch_row)
+    out = capsys.readouterr().out
+    assert "row (1, 2) of logits shape (3, 4, 30)" in out
+    assert "..." not in out  # the row's 30 logits, and what came back, in full
+    assert "ex05.pipeline_cases()[17]" in out  # where to get the exact logits to reproduce it
+    row = ex05.pipeline_cases()[17][0][1, 2]
+    assert all(f"{v:.6f}".rstrip("0") in out for v in row)  # every logit of that row is shown
+
+
+def test_the_softmax_note_is_at_the_temperature_of_the_case(capsys):
+    assert not ex05.check_pipeline_probs(ignores_the_temperature_once_filtered)
+    out = capsys.readouterr().out  # the first failing case: logits [3, 1, 2] at T = 0.5
+    assert "softmax of the logits at T=0.5" in out and "0.866813" in out  # softmax([3, 1, 2] / 0.5)
+    assert "0.665241" not in out.split("same kept tokens")[0]  # not the T = 1 softmax in the note
 
 
 def test_pipeline_solution_matches_the_package_on_random_rows(rng):
@@ -207,6 +336,27 @@ def fix_with_inclusive_cumsum(logits, top_k, top_p):  # renormalises, but keeps 
         return probs / probs.sum()
 
 
+def fix_with_less_or_equal(logits, top_k, top_p):  # renormalises, but keeps i when the mass above it is <= p
+    logits = np.asarray(logits, dtype=np.float64)
+    probs = softmax(logits)
+    probs = np.where(logits >= np.sort(logits)[-min(top_k, logits.size)], probs, 0.0)
+    probs = probs / probs.sum()
+    beats = probs[None, :] > probs[:, None]
+    above = (beats * probs[None, :]).sum(axis=1)
+    probs = np.where(above <= top_p, probs, 0.0)  # the boundary token, whose mass above is exactly p, stays
+    return probs / probs.sum()
+
+
+def fix_by_scaling_p(logits, top_k, top_p):  # a right answer: mass above / total < p, written as mass above < p * total
+    logits = np.asarray(logits, dtype=np.float64)
+    probs = softmax(logits)
+    probs = np.where(logits >= np.sort(logits)[-min(top_k, logits.size)], probs, 0.0)
+    beats = probs[None, :] > probs[:, None]
+    above = (beats * probs[None, :]).sum(axis=1)
+    probs = np.where(above < top_p * probs.sum(), probs, 0.0)
+    return probs / probs.sum()
+
+
 def delegates_to_sampling_probs(logits, top_k, top_p):  # the instructions' formula, called directly
     return specdec.sampling_probs(logits, SamplingParams(1.0, top_k, top_p))
 
@@ -217,10 +367,16 @@ def delegates_to_the_composition(logits, top_k, top_p):
     return composed_sampling_probs(logits, SamplingParams(1.0, top_k, top_p))
 
 
-@pytest.mark.parametrize("wrong", [delegates_to_sampling_probs, delegates_to_the_composition])
+def delegates_to_the_checker(logits, top_k, top_p):
+    return ex05.top_k_top_p(logits, top_k, top_p)
+
+
+@pytest.mark.parametrize("wrong", [delegates_to_sampling_probs, delegates_to_the_composition, delegates_to_the_checker])
 def test_fixed_refuses_delegation(wrong, capsys):
     assert not ex05.check_fixed_top_k_top_p(wrong)
-    assert "it calls" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "it calls" in out
+    assert "fix buggy_top_k_top_p" in out and "write yourself" not in out  # Ex2 asks for a fix, not a pipeline
     assert specdec.sampling_probs([0.0, 0.0]).tolist() == [0.5, 0.5]  # restored
 
 
@@ -228,7 +384,20 @@ def test_fixed_solution_passes():
     assert ex05.check_fixed_top_k_top_p(fixed_solution.fixed_top_k_top_p)
 
 
-@pytest.mark.parametrize("wrong", [stub, renormalise_at_the_end_only, fix_that_breaks_ties, fix_with_inclusive_cumsum])
+def test_an_equivalent_fix_passes():  # the exact-boundary cases reject `<=`, not a right answer written otherwise
+    assert ex05.check_fixed_top_k_top_p(fix_by_scaling_p)
+
+
+def test_the_boundary_case_is_exact():  # the mass above the tied pair is 0.75 to the last bit, after top-k
+    probs = softmax(np.log(ex05.EXACT_HALVES))
+    kept = np.where(np.arange(probs.size) < 4, probs, 0.0)
+    assert (kept / kept.sum())[:4].tolist() == [0.5, 0.25, 0.125, 0.125]
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [stub, renormalise_at_the_end_only, fix_that_breaks_ties, fix_with_inclusive_cumsum, fix_with_less_or_equal],
+)
 def test_fixed_rejects(wrong, capsys):
     assert not ex05.check_fixed_top_k_top_p(wrong)
     assert "✗" in capsys.readouterr().out
@@ -252,7 +421,7 @@ def always_the_right_order(logits, params, probs):
 
 
 def two_orders_only(logits, params, probs):  # knows the pipeline and "top-p first", forgets the temperature
-    if np.array_equal(ex05.filtered_in_order(logits, params, ex05.ORDERS[0]) > 0, np.asarray(probs) > 0):
+    if np.array_equal(order_solution.apply_in_order(logits, params, ex05.ORDERS[0]) > 0, np.asarray(probs) > 0):
         return ex05.ORDERS[0]
     return ex05.ORDERS[1]
 
@@ -261,15 +430,58 @@ def returns_an_index(logits, params, probs):
     return order_solution.ORDERS.index(order_solution.which_order(logits, params, probs))
 
 
+def ignores_the_temperature(logits, params, probs):  # tries the three orders, all at T = 1
+    at_one = SamplingParams(1.0, params.top_k, params.top_p)
+    return order_solution.which_order(logits, at_one, probs) or ex05.ORDERS[0]
+
+
+def returns_an_array(logits, params, probs):  # np.array(...) of the answer: comparing it must not crash the checker
+    return np.array([order_solution.which_order(logits, params, probs)] * 2)
+
+
+def delegates_to_the_checkers_orders(logits, params, probs):
+    for order in ex05.ORDERS:
+        candidate = ex05.filtered_in_order(logits, params, order)
+        if np.array_equal(candidate > 0, np.asarray(probs) > 0):
+            return order
+    return None
+
+
 def test_which_order_solution_passes():
     assert ex05.check_which_order(order_solution.which_order)
     assert order_solution.ORDERS == ex05.ORDERS
 
 
-@pytest.mark.parametrize("wrong", [stub, always_the_right_order, two_orders_only, returns_an_index])
+@pytest.mark.parametrize(
+    "wrong",
+    [stub, always_the_right_order, two_orders_only, returns_an_index, ignores_the_temperature, returns_an_array],
+)
 def test_which_order_rejects(wrong, capsys):
     assert not ex05.check_which_order(wrong)
     assert "✗" in capsys.readouterr().out
+
+
+def test_which_order_names_the_type_with_the_right_article(capsys):
+    assert not ex05.check_which_order(returns_an_index)
+    out = capsys.readouterr().out
+    assert "(an int)" in out and "(a int)" not in out
+
+
+def test_which_order_names_a_missing_return(capsys):
+    assert not ex05.check_which_order(lambda logits, params, probs: None)
+    assert "returned None (is a return missing?)" in capsys.readouterr().out
+
+
+def test_fixed_names_a_missing_return(capsys):
+    assert not ex05.check_fixed_top_k_top_p(lambda logits, top_k, top_p: None)
+    assert "returned None (is a return missing?)" in capsys.readouterr().out
+
+
+def test_which_order_refuses_the_checkers_own_orders(capsys):
+    assert not ex05.check_which_order(delegates_to_the_checkers_orders)
+    out = capsys.readouterr().out
+    assert "it calls filtered_in_order" in out and "write the three orders yourself" in out
+    assert ex05.filtered_in_order(np.zeros(2), SamplingParams(top_k=2), ex05.ORDERS[0]).tolist() == [0.5, 0.5]
 
 
 def test_every_order_is_an_answer_in_the_cases():

@@ -1,11 +1,13 @@
 """Notebook 06's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
 
 import math
+import re
 
 import numpy as np
 import pytest
 from helpers import load_solution as load
 
+import specdec
 from specdec.exercises import ex06
 from specdec.generation import generate
 from specdec.pipeline import SamplingParams, sample_token
@@ -62,6 +64,60 @@ def skips_impossible_tokens(log_probs):  # drops -inf "to avoid infinities": hid
     return bits, 2.0**bits
 
 
+def exponentiates_first(log_probs):  # log2(exp(ln p)): a probability of e^-800 underflows to 0, and -log2(0) = inf
+    with np.errstate(divide="ignore"):
+        bits = -np.mean(np.log2(np.exp(np.asarray(log_probs, dtype=np.float64))))
+    return bits, 2.0**bits
+
+
+def multiplies_by_ln2(log_probs):  # nats * ln 2 instead of nats / ln 2
+    bits = -np.mean(log_probs) * math.log(2)
+    return bits, 2.0**bits
+
+
+def perplexity_two_to_the_nats(log_probs):  # right bits, but 2 ** (mean of -ln p)
+    nats = -np.mean(log_probs)
+    return nats / math.log(2), 2.0**nats
+
+
+def mean_over_the_last_axis(log_probs):  # one figure per row of a (W, T) batch, not one for the whole text
+    bits = -np.mean(np.asarray(log_probs, dtype=np.float64), axis=-1) / math.log(2)
+    return bits, 2.0**bits
+
+
+def divides_by_len(log_probs):  # sum / len(...): len is the number of rows of a batch, and a 0-d array has none
+    log_probs = np.asarray(log_probs, dtype=np.float64)
+    bits = -log_probs.sum() / len(log_probs) / math.log(2)
+    return bits, 2.0**bits
+
+
+def divides_in_place(log_probs):  # the caller's array is turned into bits: its log-probabilities are gone
+    log_probs = np.asarray(log_probs, dtype=np.float64)  # no copy when given a float64 array
+    log_probs /= -math.log(2)
+    bits = float(log_probs.mean())
+    return bits, 2.0**bits
+
+
+def computes_in_float32(log_probs):  # right in float64's range, but 2 ** 577.8 overflows float32
+    log_probs = np.asarray(log_probs, dtype=np.float32)
+    bits = -log_probs.mean() / np.float32(math.log(2))
+    with np.errstate(over="ignore"):
+        return bits, np.float32(2.0) ** bits
+
+
+def keeps_the_float32_dtype(log_probs):  # float32 input stays float32: 2 ** 144.3 overflows float32 to inf
+    log_probs = np.asarray(log_probs)
+    bits = -log_probs.mean() / math.log(2)  # a Python float keeps a float32 mean in float32 (NumPy 2)
+    with np.errstate(over="ignore"):
+        return bits, 2.0**bits
+
+
+def computes_in_float16(log_probs):  # right to about three digits only
+    log_probs = np.asarray(log_probs, dtype=np.float16)
+    bits = -log_probs.astype(np.float64).mean() / math.log(2)
+    return np.float16(bits), 2.0 ** float(np.float16(bits))
+
+
 def test_bits_solution_passes():
     assert ex06.check_bits_and_perplexity(bits_solution.bits_and_perplexity)
 
@@ -77,11 +133,47 @@ def test_bits_solution_passes():
         log10_instead_of_log2,
         first_row_only,
         skips_impossible_tokens,
+        exponentiates_first,
+        multiplies_by_ln2,
+        perplexity_two_to_the_nats,
+        mean_over_the_last_axis,
+        divides_by_len,
+        divides_in_place,
+        computes_in_float32,
+        keeps_the_float32_dtype,
+        computes_in_float16,
     ],
 )
 def test_bits_rejects(wrong, capsys):
     assert not ex06.check_bits_and_perplexity(wrong)
     assert "✗" in capsys.readouterr().out
+
+
+def test_bits_messages_name_the_slip(capsys):
+    ex06.check_bits_and_perplexity(nats_not_bits)
+    assert "in nats: divide by ln 2" in capsys.readouterr().out
+    ex06.check_bits_and_perplexity(exponentiates_first)
+    assert "-800" in capsys.readouterr().out
+    ex06.check_bits_and_perplexity(divides_by_len)
+    assert "shape (2, 2)" in capsys.readouterr().out
+
+
+def test_bits_messages_stay_readable(capsys):
+    ex06.check_bits_and_perplexity(computes_in_float32)
+    out = capsys.readouterr().out
+    assert "float32" in out and "e+173" in out  # the huge perplexity in exponent notation, not 174 digits
+    assert not re.search(r"\d{20}", out)
+    ex06.check_bits_and_perplexity(divides_in_place)
+    assert "changed the log_probs" in capsys.readouterr().out
+
+
+def test_bits_messages_name_the_precision(capsys):
+    ex06.check_bits_and_perplexity(keeps_the_float32_dtype)
+    out = capsys.readouterr().out
+    assert "float32" in out and "overflows" in out and "compute in float64" in out
+    ex06.check_bits_and_perplexity(computes_in_float16)
+    out = capsys.readouterr().out
+    assert "right only to float16 precision" in out and "float64 is asked" in out
 
 
 def test_bits_known_values():
@@ -158,6 +250,46 @@ def scores_the_prompt_when_nothing_is_asked(model, prompt_tokens, max_new_tokens
     return new
 
 
+def stops_at_the_end_token(model, prompt_tokens, max_new_tokens, params, rng):  # END is 0 in the course, not here
+    new, state = [], model.start()
+    logits = model.score(prompt_tokens, state)[-1] if max_new_tokens else None
+    while len(new) < max_new_tokens:
+        new.append(int(sample_token(logits, params, rng)))
+        if new[-1] == 0 or len(new) == max_new_tokens:
+            break
+        logits = model.score(new[-1:], state)[0]
+    return new
+
+
+def delegates_to_generate(model, prompt_tokens, max_new_tokens, params, rng):  # the right tokens, written by generate
+    return generate(model, prompt_tokens, max_new_tokens, params, rng).tokens.tolist()
+
+
+def delegates_to_specdec_generate(model, prompt_tokens, max_new_tokens, params, rng):
+    return specdec.generate(model, prompt_tokens, max_new_tokens, params, rng).tokens.tolist()
+
+
+def a_generator_of_its_own(model, prompt_tokens, max_new_tokens, params, rng):  # ignores rng: seed 0 every time
+    return generate_solution.generate_tokens(model, prompt_tokens, max_new_tokens, params, np.random.default_rng(0))
+
+
+def empty_prompt_test(model, prompt_tokens, max_new_tokens, params, rng):  # `if not prompt_tokens` fails on an array
+    if not prompt_tokens:
+        raise ValueError("empty prompt")
+    return generate_solution.generate_tokens(model, prompt_tokens, max_new_tokens, params, rng)
+
+
+def float_tokens(model, prompt_tokens, max_new_tokens, params, rng):  # right values, but floats are not token ids
+    return [float(t) for t in generate_solution.generate_tokens(model, prompt_tokens, max_new_tokens, params, rng)]
+
+
+def appends_to_the_callers_prompt(model, prompt_tokens, max_new_tokens, params, rng):  # the caller's list grows
+    sequence = prompt_tokens if isinstance(prompt_tokens, list) else list(prompt_tokens)
+    n_prompt = len(sequence)
+    sequence.extend(generate_solution.generate_tokens(model, list(sequence), max_new_tokens, params, rng))
+    return sequence[n_prompt:]
+
+
 def test_generate_solution_passes():
     assert ex06.check_generate_tokens(generate_solution.generate_tokens)
 
@@ -181,10 +313,36 @@ def test_generate_matches_specdec_generate():
         argmax_always,
         plain_softmax_draw,
         scores_the_prompt_when_nothing_is_asked,
+        stops_at_the_end_token,
+        delegates_to_generate,
+        delegates_to_specdec_generate,
+        a_generator_of_its_own,
+        empty_prompt_test,
+        float_tokens,
+        appends_to_the_callers_prompt,
     ],
 )
 def test_generate_rejects(wrong, capsys):
     assert not ex06.check_generate_tokens(wrong)
+    out = capsys.readouterr().out
+    assert "✗" in out and " at 0x" not in out  # a counterexample, with no memory address in it
+
+
+def test_generate_refusal_is_explained_and_undone(capsys):
+    assert not ex06.check_generate_tokens(delegates_to_specdec_generate)
+    assert "it calls generate" in capsys.readouterr().out
+    assert specdec.generate is generate  # restored after the check
+    assert ex06.check_generate_tokens(generate_solution.generate_tokens)
+
+
+def test_generate_input_mutation_message(capsys):
+    ex06.check_generate_tokens(appends_to_the_callers_prompt)
+    assert "changed the prompt_tokens" in capsys.readouterr().out
+
+
+def test_generate_end_token_message(capsys):
+    ex06.check_generate_tokens(stops_at_the_end_token)
+    assert "no end token" in capsys.readouterr().out
 
 
 # --- Exercise 3: bigram_probs -------------------------------------------------------------------
@@ -231,17 +389,67 @@ def wraps_around(tokens, vocab_size):  # np.roll pairs the last token with the f
     return (counts + 1) / (counts + 1).sum(axis=1, keepdims=True)
 
 
+def flat_index_in_the_input_dtype(tokens, vocab_size):  # a * V + b computed in uint8 wraps around
+    tokens = np.asarray(tokens)
+    keys = tokens[:-1] * vocab_size + tokens[1:]  # uint8 stays uint8 (NumPy 2): 39 * 40 + 39 wraps
+    counts = np.bincount(keys.astype(np.int64), minlength=vocab_size * vocab_size).reshape(vocab_size, vocab_size)
+    return (counts + 1) / (counts + 1).sum(axis=1, keepdims=True)
+
+
+def normalises_columns(tokens, vocab_size):  # divides by the column totals: P(previous | next), not P(next | previous)
+    tokens = np.asarray(tokens, dtype=np.int64)
+    counts = np.zeros((vocab_size, vocab_size))
+    np.add.at(counts, (tokens[:-1], tokens[1:]), 1)
+    return (counts + 1) / (counts + 1).sum(axis=0, keepdims=True)
+
+
+def float32_table(tokens, vocab_size):  # the right table, in float32
+    return bigram_solution.bigram_probs(tokens, vocab_size).astype(np.float32)
+
+
+def vocabulary_from_the_data(tokens, vocab_size):  # V = the largest id + 1: misses ids that never occur
+    tokens = np.asarray(tokens, dtype=np.int64)
+    return bigram_solution.bigram_probs(tokens, int(tokens.max()) + 1)
+
+
+def forgets_to_return(tokens, vocab_size):
+    bigram_solution.bigram_probs(tokens, vocab_size)
+
+
 def test_bigram_solution_passes():
     assert ex06.check_bigram_probs(bigram_solution.bigram_probs)
 
 
 @pytest.mark.parametrize(
     "wrong",
-    [stub, divide_by_occurrences, no_smoothing, transposed, buffered_add, plus_one_in_the_denominator, wraps_around],
+    [
+        stub,
+        divide_by_occurrences,
+        no_smoothing,
+        transposed,
+        buffered_add,
+        plus_one_in_the_denominator,
+        wraps_around,
+        flat_index_in_the_input_dtype,
+        normalises_columns,
+        float32_table,
+        vocabulary_from_the_data,
+        forgets_to_return,
+    ],
 )
 def test_bigram_rejects(wrong, capsys):
     assert not ex06.check_bigram_probs(wrong)
     assert "✗" in capsys.readouterr().out
+
+
+def test_bigram_messages_say_dtype_in_words(capsys):
+    ex06.check_bigram_probs(float32_table)
+    assert "returned float32 probabilities; float64 is asked" in capsys.readouterr().out
+    ex06.check_bigram_probs(flat_index_in_the_input_dtype)
+    out = capsys.readouterr().out
+    assert "(uint8)" in out
+    assert "right for the same tokens as int64" in out and "tokens[:-1] * vocab_size overflows uint8" in out
+    assert "convert the tokens to int64 first" in out
 
 
 def test_bigram_rows_are_distributions():
@@ -288,17 +496,114 @@ def last_row_only(w, cache, tokens):  # returns the logits for the next token on
     return cache_solution.cached_score(w, cache, tokens)[-1:]
 
 
+def fixed_step(name, mask):
+    """The solution's step with the causal mask replaced: mask(n, start, end) -> (n, end) True where forbidden."""
+
+    def step(w, cache, tokens):
+        tokens = np.asarray(tokens, dtype=np.int64)
+        n, start = tokens.size, cache["length"]
+        end = start + n
+        x = w["wte"][tokens] + w["wpe"][start:end]
+        q, k, v = x @ w["w_q"], x @ w["w_k"], x @ w["w_v"]
+        cache["keys"][start:end], cache["values"][start:end] = k, v
+        scores = q @ cache["keys"][:end].T / math.sqrt(k.shape[1])
+        forbidden = mask(n, start, end)
+        if forbidden is not None:
+            scores[forbidden] = -np.inf
+        with np.errstate(invalid="ignore"):  # a row of -inf only: NaN, as a learner's run would give
+            weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+        weights /= weights.sum(axis=1, keepdims=True)
+        cache["length"] = end
+        return (x + weights @ cache["values"][:end] @ w["w_o"]) @ w["wte"].T
+
+    step.__name__ = name
+    return step
+
+
+# a position may see itself: >= forbids it, and a first position with nothing else to see gets NaN
+masks_its_own_position = fixed_step(
+    "masks_its_own_position", lambda n, start, end: np.arange(end)[None, :] >= np.arange(start, end)[:, None]
+)
+no_mask_at_all = fixed_step(
+    "no_mask_at_all", lambda n, start, end: None
+)  # "the mask was the bug": every token sees the future
+# np.arange(start, end) without [:, None]: (1, end) against (n,) does not broadcast (a crash, reported)
+rows_not_a_column = fixed_step(
+    "rows_not_a_column", lambda n, start, end: np.arange(end)[None, :] > np.arange(start, end)
+)
+# shifts the columns instead of the rows: an (n, n) mask for an (n, end) block
+columns_shifted = fixed_step(
+    "columns_shifted", lambda n, start, end: np.arange(start, end)[None, :] > np.arange(n)[:, None]
+)
+
+
+def recomputes_from_scratch(w, cache, tokens):  # keeps the tokens and calls the checker's reference: no cache at all
+    seen = cache.setdefault("tokens", [])
+    del seen[cache["length"] :]
+    seen.extend(int(t) for t in tokens)
+    cache_solution.cached_score(w, dict(cache), tokens)  # fills keys and values, as a cache should
+    cache["length"] = len(seen)
+    return ex06.full_recompute(w, seen)[-len(tokens) :]
+
+
+def keeps_the_new_keys_out_of_the_cache(w, cache, tokens):  # right logits now, but the next call reads zeros
+    tokens = np.asarray(tokens, dtype=np.int64)
+    n, start = tokens.size, cache["length"]
+    end = start + n
+    x = w["wte"][tokens] + w["wpe"][start:end]
+    q, k, v = x @ w["w_q"], x @ w["w_k"], x @ w["w_v"]
+    keys = np.concatenate([cache["keys"][:start], k])
+    values = np.concatenate([cache["values"][:start], v])
+    scores = q @ keys.T / math.sqrt(k.shape[1])
+    scores[np.arange(end)[None, :] > np.arange(start, end)[:, None]] = -np.inf
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    weights /= weights.sum(axis=1, keepdims=True)
+    cache["length"] = end
+    return (x + weights @ values @ w["w_o"]) @ w["wte"].T
+
+
+def float32_logits(w, cache, tokens):  # the right step, rounded to float32
+    return cache_solution.cached_score(w, cache, tokens).astype(np.float32)
+
+
 def test_cache_solution_passes():
     assert ex06.check_cached_score(cache_solution.cached_score)
 
 
 @pytest.mark.parametrize(
     "wrong",
-    [stub, ex06.buggy_score, relative_positions, cache_written_after_attention, length_not_advanced, last_row_only],
+    [
+        stub,
+        ex06.buggy_score,
+        relative_positions,
+        cache_written_after_attention,
+        length_not_advanced,
+        last_row_only,
+        masks_its_own_position,
+        no_mask_at_all,
+        rows_not_a_column,
+        columns_shifted,
+        recomputes_from_scratch,
+        keeps_the_new_keys_out_of_the_cache,
+        float32_logits,
+    ],
 )
 def test_cache_rejects(wrong, capsys):
     assert not ex06.check_cached_score(wrong)
-    assert "✗" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "✗" in out and "'wte'" not in out and len(out) < 600  # a counterexample, not a dump of the weights
+
+
+def test_cache_messages(capsys):
+    ex06.check_cached_score(masks_its_own_position)
+    assert "NaN" in capsys.readouterr().out
+    ex06.check_cached_score(recomputes_from_scratch)
+    assert "it calls full_recompute" in capsys.readouterr().out
+    assert ex06.full_recompute.__name__ == "full_recompute"  # restored after the check
+    ex06.check_cached_score(keeps_the_new_keys_out_of_the_cache)
+    assert "cache['keys'][0]" in capsys.readouterr().out
+    ex06.check_cached_score(float32_logits)
+    assert "float32 logits" in capsys.readouterr().out
 
 
 def test_the_buggy_step_is_right_from_an_empty_cache_and_one_token_at_a_time():

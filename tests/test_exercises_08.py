@@ -2,6 +2,7 @@
 
 import importlib.util
 import inspect
+import itertools
 from pathlib import Path
 
 import nbformat
@@ -66,17 +67,140 @@ def emits_the_rejected_draft(drafts, target_argmax):  # keeps the draft token at
     return n, emitted
 
 
+def with_a_python_loop(drafts, target_argmax):  # right, but the exercise asks for no Python loop
+    n = 0
+    while n < len(drafts) and drafts[n] == target_argmax[n]:
+        n += 1
+    return n, list(drafts[:n]) + [target_argmax[n]]
+
+
+def asarray_without_dtype(drafts, target_argmax):  # np.asarray([]) is float64: emits [8.] for gamma = 0
+    drafts, best = np.asarray(drafts), np.asarray(target_argmax)
+    matches = drafts == best[: drafts.size]
+    n = drafts.size if matches.all() else int(np.argmin(matches))
+    return n, np.append(drafts[:n], best[n])
+
+
+def float_count(drafts, target_argmax):  # the count comes out as a float
+    drafts, best = np.asarray(drafts, dtype=np.int64), np.asarray(target_argmax)
+    n = np.cumprod(drafts == best[: drafts.size], dtype=float).sum()
+    return n, np.append(drafts[: int(n)], best[int(n)])
+
+
+def cumprod_count(drafts, target_argmax):  # right: the running product of the matches counts the matching prefix
+    drafts, best = np.asarray(drafts, dtype=np.int64), np.asarray(target_argmax)
+    n = int(np.cumprod(drafts == best[: drafts.size]).sum())
+    return n, np.append(drafts[:n], best[n])
+
+
+def argmin_with_a_sentinel(drafts, target_argmax):  # right: a False appended after the drafts stops argmin at gamma
+    drafts, best = np.asarray(drafts, dtype=np.int64), np.asarray(target_argmax)
+    n = int(np.argmin(np.append(drafts == best[: drafts.size], False)))
+    return n, np.append(drafts[:n], best[n])
+
+
+def takewhile_count(drafts, target_argmax):  # no for/while, but itertools iterates in Python, element by element
+    n = len(list(itertools.takewhile(lambda pair: pair[0] == pair[1], zip(drafts, target_argmax, strict=False))))
+    return n, np.asarray(list(drafts)[:n] + [target_argmax[n]], dtype=np.int64)
+
+
+def first_mismatch(drafts, best):  # a helper with the loop inside
+    n = 0
+    while n < len(drafts) and drafts[n] == best[n]:
+        n += 1
+    return n
+
+
+def calls_a_looping_helper(drafts, target_argmax):  # the loop hidden in a helper
+    n = first_mismatch(drafts, target_argmax)
+    return n, np.asarray(list(drafts)[:n] + [target_argmax[n]], dtype=np.int64)
+
+
+def recursive_count(drafts, target_argmax):  # recursion: a loop by another name
+    if len(drafts) == 0 or drafts[0] != target_argmax[0]:
+        return 0, np.asarray(target_argmax[:1], dtype=np.int64)
+    n, rest = recursive_count(drafts[1:], target_argmax[1:])
+    return n + 1, np.append(np.asarray(drafts[:1], dtype=np.int64), rest)
+
+
+def pops_the_bonus(drafts, target_argmax):  # takes the bonus with list.pop(): changes the caller's list
+    bonus = target_argmax.pop() if isinstance(target_argmax, list) else target_argmax[-1]
+    return accept_solution.accept_greedy(drafts, list(target_argmax) + [bonus])
+
+
+def appends_a_sentinel(drafts, target_argmax):  # right answer, but appends a sentinel to the caller's list
+    if isinstance(drafts, list):
+        drafts.append(-1)
+        drafts = drafts[:-1]
+    return accept_solution.accept_greedy(drafts, target_argmax)
+
+
+def first_false_with_next(drafts, target_argmax):  # right: next() takes one element, no loop
+    drafts, best = np.asarray(drafts, dtype=np.int64), np.asarray(target_argmax, dtype=np.int64)
+    n = int(next(iter(np.flatnonzero(drafts != best[: drafts.size])), drafts.size))
+    return n, np.append(drafts[:n], best[n])
+
+
+def min_with_a_key(drafts, target_argmax):  # min(..., key=...) calls a Python function per element
+    n = min(range(len(drafts) + 1), key=lambda i: (i < len(drafts) and drafts[i] == target_argmax[i], i))
+    return n, np.asarray(list(drafts)[:n] + [target_argmax[n]], dtype=np.int64)
+
+
 def test_accept_solution_passes():
     assert ex08.check_accept_greedy(accept_solution.accept_greedy)
 
 
+@pytest.mark.parametrize("right", [cumprod_count, argmin_with_a_sentinel, first_false_with_next])
+def test_accept_other_right_answers_pass(right):
+    assert ex08.check_accept_greedy(right)
+
+
+def test_accept_names_the_loop_and_the_dtype(capsys):
+    ex08.check_accept_greedy(with_a_python_loop)
+    assert "`while` loop" in capsys.readouterr().out
+    ex08.check_accept_greedy(asarray_without_dtype)
+    out = capsys.readouterr().out
+    assert "float64" in out and "gamma = 0" in out
+
+
 @pytest.mark.parametrize(
     "wrong",
-    [stub, argmin_without_all, counts_every_match, no_bonus, compares_with_the_next_choice, emits_the_rejected_draft],
+    [
+        stub,
+        argmin_without_all,
+        counts_every_match,
+        no_bonus,
+        compares_with_the_next_choice,
+        emits_the_rejected_draft,
+        with_a_python_loop,
+        asarray_without_dtype,
+        float_count,
+        takewhile_count,
+        min_with_a_key,
+        calls_a_looping_helper,
+        recursive_count,
+        pops_the_bonus,
+        appends_a_sentinel,
+    ],
 )
 def test_accept_rejects(wrong, capsys):
     assert not ex08.check_accept_greedy(wrong)
     assert "✗" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "wrong, expected",
+    [
+        (takewhile_count, "`takewhile` (line 2 of the function), a Python-level iteration"),
+        (calls_a_looping_helper, "a `while` loop (line 3 of `first_mismatch`, which it calls)"),
+        (recursive_count, "recursion"),
+        (pops_the_bonus, "changed its argument target_argmax from [5, 7, 9, 2] to [5, 7, 9]"),
+        (appends_a_sentinel, "changed its argument drafts from [5, 7, 9] to [5, 7, 9, -1]"),
+    ],
+)
+def test_accept_names_a_hidden_loop_or_a_changed_input(wrong, expected, capsys):
+    ex08.check_accept_greedy(wrong)
+    assert expected in capsys.readouterr().out
 
 
 def test_accept_known_values():
@@ -107,11 +231,24 @@ def draft_reads_every_draft(sequence_length, gamma, n_accepted):  # as if the dr
     return kept, min(kept, sequence_length + gamma)
 
 
+def lengths_as_floats(sequence_length, gamma, n_accepted):  # the right values, as floats
+    kept = sequence_length + n_accepted
+    return float(kept), float(min(kept, sequence_length + gamma - 1))
+
+
+def one_less_after_a_full_accept(sequence_length, gamma, n_accepted):  # right: a bool counts as 0 or 1
+    kept = sequence_length + n_accepted
+    return kept, kept - int(n_accepted == gamma)
+
+
 def test_lengths_solution_passes():
     assert ex08.check_cache_lengths(lengths_solution.cache_lengths)
+    assert ex08.check_cache_lengths(one_less_after_a_full_accept)
 
 
-@pytest.mark.parametrize("wrong", [stub, draft_like_target, keeps_the_correction, no_rollback, draft_reads_every_draft])
+@pytest.mark.parametrize(
+    "wrong", [stub, draft_like_target, keeps_the_correction, no_rollback, draft_reads_every_draft, lengths_as_floats]
+)
 def test_lengths_rejects(wrong, capsys):
     assert not ex08.check_cache_lengths(wrong)
     assert "✗" in capsys.readouterr().out
@@ -253,15 +390,100 @@ def emits_only_accepted_drafts_as_text(target, draft, prompt_tokens, max_new_tok
     return sequence[end - max_new_tokens :]
 
 
+FIXED_SOURCE = inspect.getsource(rollback_solution.fixed_speculative_greedy)
+TARGET_LINE = "target_cache.rollback(len(sequence) + n)"
+DRAFT_LINE = "draft_cache.rollback(min(draft_cache.length, len(sequence) + n))"
+
+
+def one_line_changed(old: str, new: str, name: str):
+    """The fixed loop of the solution with one line changed: the off-by-one rollbacks of exercise 3."""
+    assert old in FIXED_SOURCE
+    namespace = {"np": np}
+    exec(FIXED_SOURCE.replace(old, new), namespace)
+    function = namespace["fixed_speculative_greedy"]
+    function.__name__ = name
+    return function
+
+
+# The draft keeps the rejected draft: its next catch-up is empty and `score` raises.
+draft_keeps_one_too_many = one_line_changed(
+    DRAFT_LINE, "draft_cache.rollback(min(draft_cache.length, len(sequence) + n + 1))", "draft_keeps_one_too_many"
+)
+# The draft forgets its last accepted token: the right tokens, one token re-read per round.
+draft_keeps_one_too_few = one_line_changed(
+    DRAFT_LINE, "draft_cache.rollback(min(draft_cache.length, len(sequence) + n - 1))", "draft_keeps_one_too_few"
+)
+# The target forgets its last accepted token, and `pending` does not give it back: wrong tokens.
+target_keeps_one_too_few = one_line_changed(
+    TARGET_LINE, "target_cache.rollback(len(sequence) + n - 1)", "target_keeps_one_too_few"
+)
+# The bug without the min(): wrong tokens after a rejection, a crash after a full accept.
+target_keeps_one_too_many = one_line_changed(
+    TARGET_LINE, "target_cache.rollback(len(sequence) + n + 1)", "target_keeps_one_too_many"
+)
+
+
+def target_rereads_a_token(target, draft, prompt_tokens, max_new_tokens, gamma):
+    """The target rolled back one token too far, then fed everything it has not read: right tokens, a wrong cache."""
+    sequence = [int(t) for t in prompt_tokens]
+    end = len(sequence) + max_new_tokens
+    target_state, draft_state = target.start(), draft.start()
+    while len(sequence) < end:
+        g = min(gamma, end - len(sequence) - 1)
+        drafts = []
+        if g > 0:
+            logits = draft.score(sequence[draft_state.length :], draft_state)[-1]
+            for i in range(g):
+                drafts.append(int(np.argmax(logits)))
+                if i < g - 1:
+                    logits = draft.score(drafts[-1:], draft_state)[0]
+        best = np.argmax(target.score(sequence[target_state.length :] + drafts, target_state)[-(g + 1) :], axis=-1)
+        n = next((i for i in range(g) if drafts[i] != best[i]), g)
+        target_state.rollback(max(0, len(sequence) + n - 1))  # one too far
+        draft_state.rollback(min(draft_state.length, len(sequence) + n))
+        sequence += drafts[:n] + [int(best[n])]
+    return sequence[end - max_new_tokens :]
+
+
+def never_ends(target, draft, prompt_tokens, max_new_tokens, gamma):
+    """Forgets to append what a round emits: the loop would run for ever."""
+    sequence = [int(t) for t in prompt_tokens]
+    end = len(sequence) + max_new_tokens
+    target_state = target.start()
+    while len(sequence) < end:
+        target.score(sequence[target_state.length :] or sequence[-1:], target_state)
+        target_state.rollback(len(sequence) - 1)
+    return sequence[end - max_new_tokens :]
+
+
+def mixes_up_the_states(target, draft, prompt_tokens, max_new_tokens, gamma):
+    """Scores the target with the draft's state (both are the same object in the 'copy' case)."""
+    draft_state = draft.start()
+    return target.score(list(prompt_tokens), draft_state)
+
+
 def test_rollback_solution_passes():
     assert ex08.check_speculative_greedy(rollback_solution.fixed_speculative_greedy)
 
 
-def test_the_package_passes():
-    def package(target, draft, prompt_tokens, max_new_tokens, gamma):
-        return speculative_generate(target, draft, prompt_tokens, max_new_tokens, SamplingParams(0), gamma).tokens
+def delegates_to_the_package(target, draft, prompt_tokens, max_new_tokens, gamma):
+    """Right tokens and right caches, but the exercise is to fix the loop, not to call the package's."""
+    return speculative_generate(target, draft, prompt_tokens, max_new_tokens, SamplingParams(0), gamma).tokens
 
-    assert ex08.check_speculative_greedy(package)
+
+def delegates_to_generate(target, draft, prompt_tokens, max_new_tokens, gamma):
+    """Plain greedy: the right tokens, with one target call per token."""
+    return generate(target, prompt_tokens, max_new_tokens, SamplingParams(0)).tokens
+
+
+@pytest.mark.parametrize(
+    "wrong, expected",
+    [(delegates_to_the_package, "calls specdec's `speculative_generate`"), (delegates_to_generate, "`generate`")],
+)
+def test_rollback_refuses_delegation(wrong, expected, capsys):
+    assert not ex08.check_speculative_greedy(wrong)
+    out = capsys.readouterr().out
+    assert "✗" in out and expected in out and "fix the one wrong line" in out
 
 
 @pytest.mark.parametrize(
@@ -273,11 +495,55 @@ def test_the_package_passes():
         no_caches,
         overshoots,
         emits_only_accepted_drafts_as_text,
+        draft_keeps_one_too_many,
+        draft_keeps_one_too_few,
+        target_keeps_one_too_few,
+        target_keeps_one_too_many,
+        target_rereads_a_token,
+        never_ends,
+        mixes_up_the_states,
     ],
 )
 def test_rollback_rejects(wrong, capsys):
     assert not ex08.check_speculative_greedy(wrong)
     assert "✗" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "wrong, expected",
+    [
+        (draft_keeps_one_too_many, "at the start of round 2 the draft's cache held 64 tokens, expected 63"),
+        (draft_keeps_one_too_few, "the right tokens, but at the start of round 2 the draft's cache held 62 tokens"),
+        (target_keeps_one_too_few, "at the start of round 2 the target's cache held 62 tokens, expected 63"),
+        (target_keeps_one_too_many, "at the start of round 2 the target's cache held 64 tokens, expected 63"),
+        (ex08.buggy_speculative_greedy, "at the start of round 2 the target's cache held 64 tokens, expected 63"),
+        (target_rereads_a_token, "the right tokens, but at the start of round 2 the target's cache held 62 tokens"),
+    ],
+)
+def test_an_off_by_one_rollback_is_named_with_its_round_and_lengths(wrong, expected, capsys):
+    ex08.check_speculative_greedy(wrong)
+    assert expected in capsys.readouterr().out
+
+
+def test_a_crash_is_a_counterexample_with_its_round(capsys):
+    """A loop that raises is reported with the prompt, the round, the call that raised and the cache lengths."""
+    ex08.check_speculative_greedy(draft_keeps_one_too_many)
+    out = capsys.readouterr().out
+    assert "prompt ending" in out and "round 2 raised ValueError: score needs at least one token" in out
+    assert "the draft's score call on 0 tokens" in out and "expected 63" in out
+    ex08.check_speculative_greedy(draft_rolled_back_like_the_target)
+    out = capsys.readouterr().out
+    assert "raised ValueError" in out and "in the draft's rollback(" in out and "cache lengths at the start" in out
+
+
+def test_a_loop_that_never_ends_is_stopped_with_a_message(capsys):
+    assert not ex08.check_speculative_greedy(never_ends)
+    assert "the loop does not end" in capsys.readouterr().out
+
+
+def test_a_state_given_to_the_wrong_model_is_named(capsys):
+    ex08.check_speculative_greedy(mixes_up_the_states)
+    assert "the target was given the draft's decoding state" in capsys.readouterr().out
 
 
 def test_the_bug_shows_as_a_divergence_from_greedy(capsys):

@@ -1,15 +1,20 @@
 """Notebook 09's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
 
+import time
+
 import numpy as np
 import pytest
 from helpers import load_solution
 
+import specdec
+from specdec.drawing import draw
 from specdec.exercises import ex09
 from specdec.verify import residual_distribution
 
 residual_solution = load_solution("ex09_residual_distribution")
 accepts_solution = load_solution("ex09_accepts")
 last_token_solution = load_solution("ex09_last_token")
+verify_solution = load_solution("ex09_speculative_verify")
 
 
 def stub(*args):
@@ -52,6 +57,30 @@ def uniform_fallback(p, q):  # falls back to the uniform distribution instead of
     return np.where(mass > 0, excess / np.where(mass > 0, mass, 1.0), 1.0 / p.shape[-1])
 
 
+def in_float32(p, q):  # right values, but float32: rejected for precision, and told so
+    return residual_solution.residual_distribution(p, q).astype(np.float32)
+
+
+def delegates_residual(p, q):  # calls the reference the exercise asks for
+    return specdec.residual_distribution(p, q)
+
+
+def subtracts_in_place(p, q):  # right values, but `p -= q` overwrites the caller's array
+    p = np.asarray(p, dtype=np.float64)  # no copy for a float64 input: p is the caller's array
+    original = p.copy()
+    p -= np.asarray(q, dtype=np.float64)
+    np.maximum(p, 0.0, out=p)
+    mass = p.sum(axis=-1, keepdims=True)
+    return np.where(mass > 0, p / np.where(mass > 0, mass, 1.0), original)
+
+
+def unguarded_where(p, q):  # right values, but 0 / 0 in the branch np.where throws away: a RuntimeWarning
+    p = np.asarray(p, dtype=np.float64)
+    excess = np.maximum(p - np.asarray(q, dtype=np.float64), 0.0)
+    mass = excess.sum(axis=-1, keepdims=True)
+    return np.where(mass > 0, excess / mass, p)
+
+
 def test_residual_solution_passes():
     assert ex09.check_residual_distribution(residual_solution.residual_distribution)
     assert ex09.check_residual_distribution(residual_distribution)
@@ -59,7 +88,18 @@ def test_residual_solution_passes():
 
 @pytest.mark.parametrize(
     "wrong",
-    [not_normalised, no_fallback, swapped, absolute_difference, normalised_over_everything, uniform_fallback],
+    [
+        not_normalised,
+        no_fallback,
+        swapped,
+        absolute_difference,
+        normalised_over_everything,
+        uniform_fallback,
+        in_float32,
+        delegates_residual,
+        subtracts_in_place,
+        unguarded_where,
+    ],
 )
 def test_residual_wrong_answers_fail(wrong, capsys):
     assert not ex09.check_residual_distribution(wrong)
@@ -69,6 +109,53 @@ def test_residual_wrong_answers_fail(wrong, capsys):
 def test_residual_nan_is_explained(capsys):
     ex09.check_residual_distribution(no_fallback)
     assert "NaN" in capsys.readouterr().out
+
+
+def test_residual_float32_is_said_to_be_a_precision_problem(capsys):
+    ex09.check_residual_distribution(in_float32)
+    out = capsys.readouterr().out
+    assert "float32" in out and "the values are right" in out and "float64 is asked" in out
+
+
+def keeps_the_input_dtype(p, q):  # right for float64 rows, but float32 rows give float32 back
+    p, q = np.asarray(p), np.asarray(q)
+    excess = np.maximum(p - q, 0.0)
+    mass = excess.sum(axis=-1, keepdims=True)
+    return np.where(mass > 0, excess / np.where(mass > 0, mass, 1.0), p)
+
+
+def float32_arithmetic(p, q):  # float64 at the end, float32 on the way: right to about 1e-7 only
+    return keeps_the_input_dtype(p, q).astype(np.float64)
+
+
+def test_residual_float32_input_must_give_float64(capsys):
+    assert not ex09.check_residual_distribution(keeps_the_input_dtype)
+    out = capsys.readouterr().out
+    assert "float32 rows" in out and "returned float32 probabilities" in out and "float64 is asked" in out
+
+
+def test_residual_float32_arithmetic_is_said_to_be_a_precision_problem(capsys):
+    assert not ex09.check_residual_distribution(float32_arithmetic)
+    out = capsys.readouterr().out
+    assert "float32 rows" in out and "right only to about" in out and "compute in float64" in out
+
+
+def test_residual_changing_the_input_is_refused_with_a_counterexample(capsys):
+    ex09.check_residual_distribution(subtracts_in_place)
+    out = capsys.readouterr().out
+    assert "changed its argument p in place" in out and "p = [" in out
+
+
+def test_residual_warning_in_the_discarded_branch_is_explained(capsys):
+    ex09.check_residual_distribution(unguarded_where)
+    out = capsys.readouterr().out
+    assert "RuntimeWarning" in out and "both branches" in out and "p = [" in out
+
+
+def test_residual_delegation_is_named(capsys):
+    ex09.check_residual_distribution(delegates_residual)
+    assert "calls specdec's residual_distribution" in capsys.readouterr().out
+    assert specdec.residual_distribution is residual_distribution  # restored after the check
 
 
 # --- accepts -------------------------------------------------------------------------------
@@ -98,13 +185,25 @@ def returns_the_ratio(u, p_x, q_x):  # the probability of accepting, not the dec
     return min(1.0, p_x / q_x)
 
 
+def compares_in_float32(u, p_x, q_x):  # float32 rounds the largest u, 1 - 2**-53, up to 1.0
+    return bool(np.float32(u) < np.float32(p_x) / np.float32(q_x))
+
+
+def test_accepts_in_float32_is_told_that_u_rounds_to_one(capsys):
+    assert not ex09.check_accepts(compares_in_float32)
+    out = capsys.readouterr().out
+    assert "expected True, got False" in out and "float32 rounds u = 0.9999999999999999 up to 1.0" in out
+
+
 def test_accepts_solution_and_min_form_pass():
     assert ex09.check_accepts(accepts_solution.accepts)
     assert ex09.check_accepts(lambda u, p_x, q_x: u < min(1.0, p_x / q_x))
     assert ex09.check_accepts(lambda u, p_x, q_x: np.float64(u) < np.float64(p_x) / np.float64(q_x))
 
 
-@pytest.mark.parametrize("wrong", [less_or_equal, inverted_ratio, greater, ignores_u, ignores_q, returns_the_ratio])
+@pytest.mark.parametrize(
+    "wrong", [less_or_equal, inverted_ratio, greater, ignores_u, ignores_q, returns_the_ratio, compares_in_float32]
+)
 def test_accepts_wrong_answers_fail(wrong, capsys):
     assert not ex09.check_accepts(wrong)
     assert "✗ accepts" in capsys.readouterr().out
@@ -159,13 +258,24 @@ def no_bonus(p_rows, q_rows, drafts, n_accepted):  # correct on rejection, but s
     return None if n_accepted == len(drafts) else residual_distribution(p_rows[n_accepted], q_rows[n_accepted])
 
 
+def last_token_float32(p_rows, q_rows, drafts, n_accepted):  # right distribution, float32
+    return np.asarray(last_token_solution.last_token(p_rows, q_rows, drafts, n_accepted), dtype=np.float32)
+
+
 def test_last_token_solution_passes():
     assert ex09.check_last_token(last_token_solution.last_token)
 
 
-def test_skipping_the_bonus_keeps_the_law():
-    """Not drawing the bonus wastes a token but is still exact: the next round draws it from p."""
-    assert ex09.check_last_token(no_bonus)
+def test_skipping_the_bonus_is_refused_with_a_counterexample(capsys):
+    """Skipping the bonus keeps the law (the next round draws it) but drops the token the call paid for."""
+    assert not ex09.check_last_token(no_bonus)
+    out = capsys.readouterr().out
+    assert "all 1 accepted" in out and "bonus token is missing" in out and "p_rows[1]" in out
+
+
+def test_last_token_float32_is_said_to_be_a_precision_problem(capsys):
+    assert not ex09.check_last_token(last_token_float32)
+    assert "float32 probabilities; float64 is asked" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -178,6 +288,7 @@ def test_skipping_the_bonus_keeps_the_law():
         bonus_off_by_one,
         residual_of_the_first_position,
         residual_swapped,
+        no_bonus,
     ],
 )
 def test_last_token_wrong_answers_fail(wrong, capsys):
@@ -192,6 +303,15 @@ def test_last_token_reports_the_total_variation(capsys):
     assert "total variation" in out and "three tokens" in out
 
 
+def test_last_token_names_the_branch_that_is_wrong(capsys):
+    ex09.check_last_token(seed_fall_back)
+    out = capsys.readouterr().out
+    assert "n_accepted = 0 (drafts[0] rejected)" in out and "returned None" in out and "the residual" in out
+    ex09.check_last_token(bonus_off_by_one)
+    out = capsys.readouterr().out
+    assert "(all 1 accepted: the bonus)" in out and "p_rows[1]" in out
+
+
 def test_last_token_not_a_distribution(capsys):
     assert not ex09.check_last_token(lambda p_rows, q_rows, drafts, n: p_rows[n] * 2)
     assert "not a distribution" in capsys.readouterr().out
@@ -204,10 +324,238 @@ def test_enumeration_matches_the_target_exactly():
             assert gap < 1e-14 and tv < 1e-13
 
 
+# --- speculative_verify (the block verifier) ------------------------------------------------
+
+
+def verifier(shared_u=False, non_strict=False, resample_from_p=False, bonus=True, always=False, bonus_row=None):
+    """A verifier with speculative_verify's contract, right except for the one shortcut asked for."""
+
+    def verify(draft_tokens, draft_probs, target_probs, rng):
+        tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+        gamma, n = tokens.size, 0
+        u = rng.random()
+        while n < gamma:
+            ratio = p[n, tokens[n]] / q[n, tokens[n]]
+            if not (always or (u <= ratio if non_strict else u < ratio)):
+                break
+            n += 1
+            u = u if shared_u else rng.random()
+        if n == gamma:
+            if not bonus:
+                return tokens.copy(), n
+            row = gamma if bonus_row is None else max(gamma + bonus_row, 0)
+            return np.append(tokens, draw(p[row], rng)), n
+        last = draw(p[n] if resample_from_p else residual_distribution(p[n], q[n]), rng)
+        return np.append(tokens[:n], last), n
+
+    return verify
+
+
+right_verifier = verifier()
+one_uniform_per_round = verifier(shared_u=True)  # u drawn once and reused for every position
+less_or_equal_in_the_block = verifier(non_strict=True)  # u <= p/q: accepts p(x) = 0 when u = 0
+resample_from_p = verifier(resample_from_p=True)  # a rejection draws from p, not from the residual
+missing_bonus = verifier(bonus=False)  # a full accept emits the drafts only
+always_accept = verifier(always=True)
+bonus_from_the_last_draft_row = verifier(bonus_row=-1)  # p[gamma - 1] instead of p[gamma]
+
+
+def global_uniforms_non_strict(draft_tokens, draft_probs, target_probs, rng):
+    """u <= p/q with uniforms from numpy's global state: the probe with uniforms 0.0 never reaches it."""
+    tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+    n = 0
+    while n < tokens.size and np.random.rand() <= p[n, tokens[n]] / q[n, tokens[n]]:  # noqa: NPY002 (the bug)
+        n += 1
+    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
+    return np.append(tokens[:n], last).astype(np.int64), n
+
+
+def new_generator_non_strict(draft_tokens, draft_probs, target_probs, rng):
+    """u <= p/q with uniforms from a fresh, unseeded generator instead of the rng argument."""
+    tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+    mine = np.random.default_rng()
+    n = 0
+    while n < tokens.size and mine.random() <= p[n, tokens[n]] / q[n, tokens[n]]:
+        n += 1
+    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
+    return np.append(tokens[:n], last).astype(np.int64), n
+
+
+def reseeds_inside_non_strict(draft_tokens, draft_probs, target_probs, rng):
+    """u <= p/q with a generator seeded inside: reproducible, but the rng argument is never used."""
+    rng = np.random.default_rng(0)
+    return less_or_equal_in_the_block(draft_tokens, draft_probs, target_probs, rng)
+
+
+def unseeded_last_token(draft_tokens, draft_probs, target_probs, rng):
+    """Right law, but the last token comes from a generator of its own: not reproducible from the seed."""
+    tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+    n = 0
+    while n < tokens.size and rng.random() < p[n, tokens[n]] / q[n, tokens[n]]:
+        n += 1
+    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), np.random.default_rng())
+    return np.append(tokens[:n], last).astype(np.int64), n
+
+
+def emitted_as_a_list(draft_tokens, draft_probs, target_probs, rng):
+    emitted, n = verify_solution.my_speculative_verify(draft_tokens, draft_probs, target_probs, rng)
+    return emitted.tolist(), n
+
+
+def emitted_as_a_tuple(draft_tokens, draft_probs, target_probs, rng):
+    emitted, n = verify_solution.my_speculative_verify(draft_tokens, draft_probs, target_probs, rng)
+    return tuple(emitted.tolist()), n
+
+
+def residual_into_target_probs(draft_tokens, draft_probs, target_probs, rng):
+    """Right law, but the residual is written over the caller's row of target_probs."""
+    tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+    n = 0
+    while n < tokens.size and rng.random() < p[n, tokens[n]] / q[n, tokens[n]]:
+        n += 1
+    if n < tokens.size:
+        p[n] = residual_distribution(p[n], q[n])  # changes the array the caller passed
+    return np.append(tokens[:n], draw(p[n], rng)).astype(np.int64), n
+
+
+def delegates_verify(draft_tokens, draft_probs, target_probs, rng):
+    return specdec.speculative_verify(draft_tokens, draft_probs, target_probs, rng)
+
+
+def float_tokens(draft_tokens, draft_probs, target_probs, rng):
+    emitted, n = verify_solution.my_speculative_verify(draft_tokens, draft_probs, target_probs, rng)
+    return emitted.astype(np.float64), n
+
+
+def for_loop_last_index(draft_tokens, draft_probs, target_probs, rng):
+    """n = i in a for loop: after a full accept n is gamma - 1, and the last draft counts as rejected."""
+    tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+    gamma, n = tokens.size, 0
+    for i in range(gamma):
+        n = i
+        if rng.random() >= p[i, tokens[i]] / q[i, tokens[i]]:
+            break
+    last = draw(p[n] if n == gamma else residual_distribution(p[n], q[n]), rng)
+    return np.append(tokens[:n], last).astype(np.int64), n
+
+
+def p_over_p_plus_q(draft_tokens, draft_probs, target_probs, rng):
+    """Keeps draft i with probability p / (p + q): below 1 even where p >= q."""
+    tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+    n = 0
+    while n < tokens.size and rng.random() < p[n, tokens[n]] / (p[n, tokens[n]] + q[n, tokens[n]]):
+        n += 1
+    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
+    return np.append(tokens[:n], last).astype(np.int64), n
+
+
+def accepts_when_p_at_least_q(draft_tokens, draft_probs, target_probs, rng):
+    """No uniform at all: keeps a draft iff p >= q (the only uniforms taken are the last token's)."""
+    tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+    n = 0
+    while n < tokens.size and p[n, tokens[n]] >= q[n, tokens[n]]:
+        n += 1
+    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
+    return np.append(tokens[:n], last).astype(np.int64), n
+
+
+@pytest.mark.parametrize("wrong", [for_loop_last_index, p_over_p_plus_q])
+def test_verify_rejecting_a_draft_with_ratio_at_least_one_is_named(wrong, capsys):
+    assert not ex09.check_speculative_verify(wrong)
+    out = capsys.readouterr().out
+    assert "whose ratio p/q" in out and "so it is always accepted" in out and "draft_tokens = [" in out
+
+
+def test_verify_no_uniform_for_a_tested_draft_is_named(capsys):
+    assert not ex09.check_speculative_verify(accepts_when_p_at_least_q)
+    out = capsys.readouterr().out
+    assert "counting the last token's draw" in out and "a tested draft got no uniform" in out
+
+
+def test_verify_solution_passes_quickly():
+    start = time.perf_counter()
+    assert ex09.check_speculative_verify(verify_solution.my_speculative_verify)
+    assert ex09.check_speculative_verify(right_verifier)  # uniforms drawn lazily, one at a time
+    assert time.perf_counter() - start < 20  # a few seconds each on a quiet machine
+
+
+def test_a_crash_is_reported_with_its_input_and_no_memory_address(capsys):
+    def crashes_without_drafts(draft_tokens, draft_probs, target_probs, rng):
+        if len(draft_tokens) == 0:
+            return np.array([int(np.argmin(np.array([])))]), 0  # argmin of an empty array raises
+        return verify_solution.my_speculative_verify(draft_tokens, draft_probs, target_probs, rng)
+
+    assert not ex09.check_speculative_verify(crashes_without_drafts)
+    out = capsys.readouterr().out
+    assert "draft_tokens = []" in out and "raised ValueError" in out and " at 0x" not in out
+
+
+def test_verify_other_samplers_and_integer_types_are_fine():
+    def with_choice(draft_tokens, draft_probs, target_probs, rng):  # rng.choice and rng.uniform, n as np.int64
+        tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+        u = rng.uniform(size=tokens.size)  # (gamma,) all drawn at once, like verify_drawn
+        n = 0
+        while n < tokens.size and u[n] < p[n, tokens[n]] / q[n, tokens[n]]:
+            n += 1
+        row = p[n] if n == tokens.size else residual_distribution(p[n], q[n])
+        return np.append(tokens[:n], rng.choice(row.size, p=row)).astype(np.int32), np.int64(n)
+
+    assert ex09.check_speculative_verify(with_choice)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "said"),
+    [
+        (one_uniform_per_round, "does not follow the exact law"),
+        (less_or_equal_in_the_block, "with every uniform equal to 0.0"),
+        (resample_from_p, "under the residual"),
+        (missing_bonus, "the bonus token, drawn from target_probs[2], is missing"),
+        (always_accept, "must always be rejected"),
+        (bonus_from_the_last_draft_row, "does not follow the exact law"),
+        (delegates_verify, "calls specdec's speculative_verify"),
+        (specdec.speculative_verify, "calls specdec's verify_drawn"),
+        (float_tokens, "token ids are integers"),
+        (global_uniforms_non_strict, "use the rng argument"),
+        (new_generator_non_strict, "use the rng argument"),
+        (unseeded_last_token, "use the rng argument"),
+        (reseeds_inside_non_strict, "took only 0 uniform(s) from it"),
+        (emitted_as_a_list, "returned emitted as a list"),
+        (emitted_as_a_tuple, "returned emitted as a tuple"),
+        (residual_into_target_probs, "changed its argument target_probs in place"),
+    ],
+)
+def test_verify_wrong_answers_fail_with_a_counterexample(wrong, said, capsys):
+    assert not ex09.check_speculative_verify(wrong)
+    out = capsys.readouterr().out
+    assert "✗ speculative_verify" in out and said in out
+    if "calls" not in said:
+        assert "draft_tokens = [" in out and "target_probs = [[" in out  # the input of the counterexample
+
+
+def test_verify_references_are_restored_after_a_check():
+    ex09.check_speculative_verify(delegates_verify)
+    assert specdec.speculative_verify.__name__ == "speculative_verify"
+    assert specdec.speculative.verify_drawn is specdec.verify.verify_drawn
+    assert specdec.verify.verify_drawn.__name__ == "verify_drawn"
+
+
+def test_the_exact_block_law_is_a_distribution_and_matches_the_reference():
+    for tokens, q, p in ex09.VERIFY_CASES.values():
+        law = ex09.block_law(tokens, q, p)
+        assert abs(sum(law.values()) - 1) < 1e-12
+    tokens, q, p = ex09.VERIFY_CASES["a rejection in the middle"]
+    law = ex09.block_law(tokens, q, p)
+    assert law[(1, 1)] == pytest.approx(0.5 * 0.5 * 5 / 6)  # draft 0 kept, draft 1 rejected, residual [1/6, 5/6]
+    assert law[(1, 2, 0, 0)] == pytest.approx(0.5 * 0.5 * 0.4 * 0.5)  # every draft kept, bonus 0
+
+
 # --- every checker -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("checker", [ex09.check_residual_distribution, ex09.check_accepts, ex09.check_last_token])
+@pytest.mark.parametrize(
+    "checker",
+    [ex09.check_residual_distribution, ex09.check_accepts, ex09.check_last_token, ex09.check_speculative_verify],
+)
 def test_a_stub_is_not_attempted_yet(checker, capsys):
     assert not checker(stub)
     assert "not attempted yet" in capsys.readouterr().out

@@ -44,6 +44,36 @@ def zero_when_empty(accepted, drafted):  # right, except that no evidence is rep
     return alpha_solution.estimate_alpha(accepted, drafted) if accepted else 0.0
 
 
+def gamma_of_the_first_round(accepted, drafted):  # assumes every round drafted as many as the first (not with "auto")
+    gamma = drafted[0] if drafted else 0
+    rejected = sum(1 for n in accepted if n < gamma)
+    tested = sum(accepted) + rejected
+    return sum(accepted) / tested if tested else math.nan
+
+
+def delegates_to_speculative_result(accepted, drafted):  # the exercise asks for the bookkeeping, not .alpha
+    from specdec.speculative import SpeculativeResult
+
+    if not accepted:
+        return math.nan
+    result = SpeculativeResult(np.zeros(0, dtype=np.int64), len(accepted), 0, sum(drafted), sum(accepted), 0.0)
+    result.accepted_per_round, result.drafted_per_round = list(accepted), list(drafted)
+    return result.alpha
+
+
+def delegates_to_the_harness(accepted, drafted):  # pooled_alpha is the reference written after the exercise
+    from specdec import harness
+    from specdec.speculative import SpeculativeResult
+
+    result = SpeculativeResult(np.zeros(0, dtype=np.int64), len(accepted), 0, sum(drafted), sum(accepted), 0.0)
+    result.accepted_per_round, result.drafted_per_round = list(accepted), list(drafted)
+    return harness.pooled_alpha(result)
+
+
+def float32_alpha(accepted, drafted):  # the right number, in float32: about 7 digits instead of 16
+    return np.float32(alpha_solution.estimate_alpha(accepted, drafted))
+
+
 def test_estimate_alpha_solution_passes():
     assert ex10.check_estimate_alpha(alpha_solution.estimate_alpha)
 
@@ -56,6 +86,10 @@ def test_estimate_alpha_solution_passes():
         mean_of_round_rates,
         compares_with_the_largest_gamma,
         zero_when_empty,
+        gamma_of_the_first_round,
+        delegates_to_speculative_result,
+        delegates_to_the_harness,
+        float32_alpha,
     ],
 )
 def test_estimate_alpha_wrong_answers_fail(wrong, capsys):
@@ -67,6 +101,29 @@ def test_the_naive_rate_is_caught_on_the_first_case(capsys):
     ex10.check_estimate_alpha(accepted_over_drafted)
     out = capsys.readouterr().out
     assert "accepted_per_round = [1], drafted_per_round = [4] expected 0.5, got 0.25" in out
+
+
+def test_delegation_is_named_in_the_counterexample(capsys):
+    ex10.check_estimate_alpha(delegates_to_speculative_result)
+    assert "SpeculativeResult.alpha" in capsys.readouterr().out
+    ex10.check_estimate_alpha(delegates_to_the_harness)
+    assert "pooled_alpha" in capsys.readouterr().out
+
+
+def test_the_refused_names_are_restored_after_checking():
+    from specdec import harness
+    from specdec.speculative import SpeculativeResult
+
+    before = (harness.pooled_alpha, harness.acceptance_counts, SpeculativeResult.__dict__["alpha"])
+    ex10.check_estimate_alpha(delegates_to_the_harness)
+    ex10.check_acceptance_per_position(delegates_to_acceptance_by_position)
+    assert (harness.pooled_alpha, harness.acceptance_counts, SpeculativeResult.__dict__["alpha"]) == before
+
+
+def test_float32_alpha_is_rejected_for_its_precision_in_words(capsys):
+    ex10.check_estimate_alpha(float32_alpha)
+    out = capsys.readouterr().out
+    assert "float32" in out and "float64" in out
 
 
 def test_the_estimate_agrees_with_speculative_result_alpha():
@@ -110,16 +167,72 @@ def zero_where_unreached(accepted, drafted):  # 0 instead of NaN: "never tested"
     return np.nan_to_num(position_solution.acceptance_per_position(accepted, drafted), nan=0.0)
 
 
+def clamps_to_the_largest_gamma(accepted, drafted):  # min(n + 1, gamma) with the largest gamma, not the round's own g
+    gamma = max(drafted, default=0)
+    reached, kept = np.zeros(gamma), np.zeros(gamma)
+    for n in accepted:
+        reached[: min(n + 1, gamma)] += 1
+        kept[:n] += 1
+    return np.where(reached > 0, kept / np.maximum(reached, 1), np.nan)
+
+
+def positions_of_the_first_round(accepted, drafted):  # gamma = the first round's g: too short when "auto" drafts more
+    gamma = drafted[0] if drafted else 0
+    reached, kept = np.zeros(gamma), np.zeros(gamma)
+    for n, g in zip(accepted, drafted, strict=True):
+        reached[: min(n + 1, g, gamma)] += 1
+        kept[: min(n, gamma)] += 1
+    return np.where(reached > 0, kept / np.maximum(reached, 1), np.nan)
+
+
+def delegates_to_acceptance_by_position(accepted, drafted):  # the harness's reference, shown in section 2
+    from specdec import harness
+    from specdec.speculative import SpeculativeResult
+
+    result = SpeculativeResult(np.zeros(0, dtype=np.int64), len(accepted), 0, sum(drafted), sum(accepted), 0.0)
+    result.accepted_per_round, result.drafted_per_round = list(accepted), list(drafted)
+    return harness.acceptance_by_position(result)
+
+
+def returns_a_list(accepted, drafted):  # the right numbers, but a list: the statement asks for a numpy array
+    return position_solution.acceptance_per_position(accepted, drafted).tolist()
+
+
+def float32_rates(accepted, drafted):  # the right rates, in float32
+    return position_solution.acceptance_per_position(accepted, drafted).astype(np.float32)
+
+
 def test_acceptance_per_position_solution_passes():
     assert ex10.check_acceptance_per_position(position_solution.acceptance_per_position)
 
 
 @pytest.mark.parametrize(
-    "wrong", [divides_by_all_rounds, reaches_one_past_the_end, reaches_only_accepted, zero_where_unreached]
+    "wrong",
+    [
+        divides_by_all_rounds,
+        reaches_one_past_the_end,
+        reaches_only_accepted,
+        zero_where_unreached,
+        clamps_to_the_largest_gamma,
+        positions_of_the_first_round,
+        delegates_to_acceptance_by_position,
+        returns_a_list,
+        float32_rates,
+    ],
 )
 def test_acceptance_per_position_wrong_answers_fail(wrong, capsys):
     assert not ex10.check_acceptance_per_position(wrong)
     assert "✗ acceptance_per_position" in capsys.readouterr().out
+
+
+def test_the_reasons_for_type_and_precision_are_said_in_words(capsys):
+    ex10.check_acceptance_per_position(returns_a_list)
+    assert "list" in capsys.readouterr().out
+    ex10.check_acceptance_per_position(float32_rates)
+    out = capsys.readouterr().out
+    assert "float32" in out and "float64" in out
+    ex10.check_acceptance_per_position(delegates_to_acceptance_by_position)
+    assert "acceptance_by_position" in capsys.readouterr().out
 
 
 def test_per_position_rates_reproduce_the_mean_tokens_of_full_rounds():
@@ -164,6 +277,20 @@ def ignores_the_draft_cost(acceptance, c, f):
     return gamma_solution.best_gamma_by_position(acceptance, 0.0, f)
 
 
+def ignores_the_number_of_rates(acceptance, c, f):  # gamma up to the largest f, rates beyond the last measured ignored
+    valid = [g for g in range(1, max(f)) if g + 1 in f]
+    return max(valid, key=lambda g: (1 + float(np.cumprod(acceptance)[:g].sum())) / (g * c + f[g + 1]))
+
+
+def misses_the_largest_gamma(acceptance, c, f):  # range(1, len(acceptance)) stops one short
+    valid = [g for g in range(1, len(acceptance)) if g + 1 in f]
+    return max(valid, key=lambda g: (1 + float(np.cumprod(acceptance)[:g].sum())) / (g * c + f[g + 1]))
+
+
+def returns_a_float(acceptance, c, f):  # the right gamma as 5.0: a number of drafts is an integer
+    return float(gamma_solution.best_gamma_by_position(acceptance, c, f))
+
+
 def ties_to_the_largest(acceptance, c, f):
     best, best_speedup = None, -math.inf
     for g in candidates(acceptance, f):
@@ -186,11 +313,19 @@ def test_best_gamma_by_position_solution_passes():
         prices_with_f_of_gamma,
         ignores_the_draft_cost,
         ties_to_the_largest,
+        ignores_the_number_of_rates,
+        misses_the_largest_gamma,
+        returns_a_float,
     ],
 )
 def test_best_gamma_by_position_wrong_answers_fail(wrong, capsys):
     assert not ex10.check_best_gamma_by_position(wrong)
     assert "✗ best_gamma_by_position" in capsys.readouterr().out
+
+
+def test_a_float_gamma_is_rejected_in_words(capsys):
+    ex10.check_best_gamma_by_position(returns_a_float)
+    assert "float" in capsys.readouterr().out.split("expected")[0]
 
 
 def test_constant_rates_agree_with_expected_tokens():

@@ -33,6 +33,9 @@ def test_tokenizer_bad_input():
         tokenizer.encode(b"bytes")
     with pytest.raises(ValueError, match=r"token ids must be in \[0, 98\)"):
         tokenizer.decode([98])
+    with pytest.raises(TypeError, match="token ids must be integers, got dtype float64"):
+        tokenizer.decode([1.7, 2.9])  # np.asarray(..., dtype=int64) would silently truncate them to 1 and 2
+    assert tokenizer.decode([]) == "" and tokenizer.decode(np.array([71, 72], dtype=np.uint8)) == "de"
 
 
 @pytest.fixture

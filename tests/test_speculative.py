@@ -821,12 +821,12 @@ def test_wrong_numbers_of_rows_are_refused_naming_both_shapes(draft_probs, targe
 @pytest.mark.parametrize(
     ("gamma", "error", "message"),
     [
-        (0, ValueError, r"gamma must be an integer >= 1, got 0"),
-        (-2, ValueError, r"gamma must be an integer >= 1, got -2"),
-        (2.5, TypeError, r"gamma must be an integer >= 1, got 2.5"),
-        (2.0, TypeError, r"gamma must be an integer >= 1, got 2.0"),
-        (True, TypeError, r"gamma must be an integer >= 1, got True"),
-        (None, TypeError, r"gamma must be an integer >= 1, got None"),
+        (0, ValueError, r'gamma must be an integer >= 1 or "auto", got 0'),
+        (-2, ValueError, r'gamma must be an integer >= 1 or "auto", got -2'),
+        (2.5, TypeError, r'gamma must be an integer >= 1 or "auto", got 2.5'),
+        (2.0, TypeError, r'gamma must be an integer >= 1 or "auto", got 2.0'),
+        (True, TypeError, r'gamma must be an integer >= 1 or "auto", got True'),
+        (None, TypeError, r'gamma must be an integer >= 1 or "auto", got None'),
     ],
 )
 def test_gamma_must_be_an_integer_at_least_one(gamma, error, message):

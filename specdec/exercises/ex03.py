@@ -1,12 +1,28 @@
 """Checkers for the exercises of notebook 03 (top-k).
 
-check_kth_largest(fn):  fn(x, k) -> the k-th largest value of each row, shape (..., 1)
-check_top_k_filter(fn): fn(logits, k) -> logits with -inf outside the top k (ties with the k-th kept)
-check_top_k_test(fn):   fn(logits, k, filtered) -> True iff `filtered` is a correct top-k result
+check_top_k_filter(fn): exercise 1, fn(logits, k) -> logits with -inf outside the top k (ties kept)
+check_kth_largest(fn):  exercise 2, fn(x, k) -> the k-th largest value of each row, shape (..., 1)
+check_top_k_test(fn):   exercise 3, fn(logits, k, filtered) -> True iff `filtered` is a correct top-k result
+
+While a checker runs, the package functions its exercise must not lean on (the exercise's own
+answer, or a filter to copy) are replaced by wrong stand-ins, in specdec, in specdec.topk and in
+the learner's namespace, and the numpy functions it must not use (a sort where O(V) is asked; a
+sort or partition that rebuilds the filter in a test of its properties) are watched, and so are
+the array methods that sort (`y.sort()`, `y.argsort()`, ...), `list.sort()` and heapq, through a
+profile hook that sees them whatever the array is; all are restored afterwards, and a function
+that calls one is told so.
 """
+
+import builtins
+import heapq
+import os
+import sys
+from contextlib import contextmanager
 
 import numpy as np
 
+import specdec
+import specdec.topk
 from specdec.exercises import call, show, verdict
 
 NEG_INF = -np.inf
@@ -26,32 +42,317 @@ def reference_top_k(logits, k: int) -> np.ndarray:
     return np.where(x >= kth, x, NEG_INF)  # (..., V)
 
 
+# --- wrong stand-ins for the functions an exercise must not call ----------------------------
+
+
+def kth_smallest(x, k, *args, **kwargs) -> np.ndarray:
+    """A wrong kth_largest (the k-th smallest), standing in for the package's while checking."""
+    x = np.asarray(x)
+    j = min(max(int(k) - 1, 0), x.shape[-1] - 1)
+    return np.sort(x, axis=-1)[..., j : j + 1]
+
+
+def exactly_k_filter(logits, k, *args, **kwargs) -> np.ndarray:
+    """A wrong top-k filter (exactly k tokens, ties split by token id), standing in for the package's."""
+    x = np.array(logits, dtype=np.float64)  # (..., V)
+    drop = np.argsort(-x, axis=-1, kind="stable")[..., int(k) :]  # (..., V - k) token ids
+    np.put_along_axis(x, drop, NEG_INF, axis=-1)
+    return x
+
+
+class StandIn:
+    """Calls a wrong function in place of a package function, and remembers that it was called."""
+
+    def __init__(self, name: str, wrong):
+        self.__name__, self.wrong, self.calls = name, wrong, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.wrong(*args, **kwargs)
+
+
+@contextmanager
+def standing_in(fn, wrong_for: dict):
+    """While checking, each function named in `wrong_for` is a StandIn running the wrong function given.
+
+    Replaced: the name in specdec and specdec.topk, and in fn's own namespace (the notebook's) both
+    that name and any other name bound to the package's function (`from specdec import top_k_filter
+    as tkf`). Everything is restored in a `finally`, even when the learner's code is interrupted.
+    Yields the stand-ins, so the checker can ask whether one was called.
+    """
+    spaces = [vars(specdec), vars(specdec.topk), getattr(fn, "__globals__", None) or {}]
+    stand_ins, saved, seen = {}, [], set()
+    for name, wrong in wrong_for.items():
+        stand_ins[name] = StandIn(name, wrong)
+        originals = [vars(module)[name] for module in (specdec, specdec.topk) if name in vars(module)]
+        for space in spaces:
+            for key, value in list(space.items()):
+                same = any(value is original for original in originals)
+                if (id(space), key) not in seen and ((key == name and callable(value)) or same):
+                    seen.add((id(space), key))
+                    saved.append((space, key, value))
+                    space[key] = stand_ins[name]
+    try:
+        yield stand_ins
+    finally:
+        for space, key, value in reversed(saved):
+            space[key] = value
+
+
+@contextmanager
+def watching(fn, numpy_names=(), builtin_names=()):
+    """While checking, each numpy function (np.sort, ...) and builtin (sorted) named still works but counts its calls.
+
+    Replaced: the numpy module's attribute and any name in fn's namespace bound to the same function
+    (`from numpy import sort`); a builtin is shadowed in fn's namespace. Everything is restored in a
+    `finally`. Yields {"np.sort": recorder, ...}; reset the counts with `reset` before each call.
+    """
+    space = getattr(fn, "__globals__", None)
+    space = space if isinstance(space, dict) else {}
+    recorders, saved, added = {}, [], []
+    for name in numpy_names:
+        original = vars(np)[name]
+        recorders[f"np.{name}"] = recorder = StandIn(f"np.{name}", original)
+        saved.append((vars(np), name, original))
+        setattr(np, name, recorder)
+        for key, value in list(space.items()):
+            if value is original:
+                saved.append((space, key, value))
+                space[key] = recorder
+    for name in builtin_names:
+        original = getattr(builtins, name)
+        recorders[name] = recorder = StandIn(name, original)
+        if name not in space:
+            added.append(name)
+            space[name] = recorder
+        elif space[name] is original:
+            saved.append((space, name, original))
+            space[name] = recorder
+    try:
+        yield recorders
+    finally:
+        for where_, key, value in reversed(saved):
+            if where_ is vars(np):
+                setattr(np, key, value)
+            else:
+                where_[key] = value
+        for name in added:
+            space.pop(name, None)
+
+
+NOT_THE_LEARNERS = (os.path.dirname(np.__file__), os.path.dirname(__file__), heapq.__file__)
+HEAP_FUNCTIONS = {heapq.nlargest.__code__: "heapq.nlargest", heapq.nsmallest.__code__: "heapq.nsmallest"}
+
+
+class Count:
+    """How often something was called (the same `calls` attribute a StandIn has)."""
+
+    def __init__(self):
+        self.calls = 0
+
+
+@contextmanager
+def watching_methods(array_methods=()):
+    """While checking, count the calls of the array methods named (y.sort(), ...), list.sort() and heapq.nlargest.
+
+    Replacing a method of numpy's arrays is impossible and a wrapper type is lost at the first
+    np.asarray, so a profile hook (sys.setprofile) sees every call instead. Calls made by numpy's
+    own code (np.partition reorders its copy with the method), by heapq and by the checkers are
+    not the learner's and are not counted. The previous hook is restored in a `finally`. Yields
+    {"the array method .sort()": count, ...}; reset the counts with `reset` before each call.
+    """
+    counts = {f"the array method .{name}()": Count() for name in array_methods}
+    counts["the list method .sort()"] = Count()
+    counts |= {name: Count() for name in HEAP_FUNCTIONS.values()}
+    previous = sys.getprofile()
+
+    def learners(frame) -> bool:
+        return frame is not None and not frame.f_code.co_filename.startswith(NOT_THE_LEARNERS)
+
+    def hook(frame, event, arg):
+        if event == "c_call" and learners(frame):
+            owner, method = getattr(arg, "__self__", None), getattr(arg, "__name__", "")
+            if isinstance(owner, np.ndarray) and method in array_methods:
+                counts[f"the array method .{method}()"].calls += 1
+            elif isinstance(owner, list) and method == "sort":
+                counts["the list method .sort()"].calls += 1
+        elif event == "call" and frame.f_code in HEAP_FUNCTIONS and learners(frame.f_back):
+            counts[HEAP_FUNCTIONS[frame.f_code]].calls += 1
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(hook)
+    try:
+        yield counts
+    finally:
+        sys.setprofile(previous)
+
+
+def sort_words(name: str) -> str:
+    """What a sort-like call costs, for the O(V) exercise's message."""
+    if name.startswith("heapq"):
+        return "a heap of the k largest values built one row at a time in Python (O(V log k)), not np.partition"
+    return "a full sort of each row (O(V log V))"
+
+
+def called(stand_ins: dict) -> str | None:
+    """The name of the first stand-in that was called, if any."""
+    return next((name for name, stand_in in stand_ins.items() if stand_in.calls), None)
+
+
+def reset(*groups: dict) -> None:
+    """Set every stand-in's call count back to 0 (before the next call of the learner's function)."""
+    for group in groups:
+        for stand_in in group.values():
+            stand_in.calls = 0
+
+
+# --- words for a difference the printed arrays may hide -------------------------------------
+
+
+def as_array(value):
+    """np.asarray(value), or None when it is not array-like (a ragged list, an object)."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        return None
+    return None if array.dtype == object else array
+
+
+def where(index: tuple, name: str) -> str:
+    return f"{name}[{', '.join(str(i) for i in index)}]"
+
+
+def rounded_only(got: np.ndarray, expected: np.ndarray, input_dtype) -> bool:
+    """Whether got is expected rounded to a narrower float dtype than the input's (a precision-only difference)."""
+    if not np.issubdtype(got.dtype, np.floating) or got.shape != expected.shape:
+        return False
+    wide = np.finfo(input_dtype).bits if np.issubdtype(input_dtype, np.floating) else 64
+    narrow = np.finfo(got.dtype).bits < wide
+    return narrow and bool(np.array_equal(got, expected.astype(got.dtype)))
+
+
+def precision_note(got_dtype, input_dtype, what: str) -> str:
+    return (
+        f"you returned {got_dtype} values for {input_dtype} input: they differ from the expected ones only by"
+        f" rounding, but {what}, so {input_dtype} is asked (work in the input's dtype, do not cast to {got_dtype})"
+    )
+
+
+def explain_kth(x, k, got, expected) -> str:
+    """What is wrong with a kth_largest_value answer, in words."""
+    array = as_array(got)
+    x = np.asarray(x)
+    if array is None:
+        return f"you returned {type(got).__name__}, not an array"
+    if array.size == 0 and expected.size:
+        return (
+            f"your slice came back empty (shape {array.shape}). A slice [a:b] selects nothing when it ends"
+            " where it starts or before: [..., -k:-k + 1] is [..., -1:0] at k = 1, and with V = len(x) a batch"
+            " gives the number of rows, not of tokens. Take j = V - k with V = x.shape[-1], then slice"
+            " [..., j : j + 1]"
+        )
+    if array.shape == expected.shape[:-1]:
+        return f"shape {array.shape}, expected {expected.shape}: keep the last axis (length 1) so it broadcasts"
+    if array.shape != expected.shape:
+        return f"shape {array.shape}, expected {expected.shape}: one value per row, the last axis kept with length 1"
+    if rounded_only(array, expected, np.asarray(x).dtype):
+        return precision_note(array.dtype, np.asarray(x).dtype, "the k-th largest value is one of the row's own values")
+    if not np.issubdtype(array.dtype, np.number):
+        return f"you returned a {array.dtype} array, not numbers"
+    index = next(i for i in np.ndindex(expected.shape) if not array[i] == expected[i])
+    words = f"at {where(index, 'result')}: expected {expected[index].item()!r}, got {array[index].item()!r}"
+    rows = len(x) - k  # the index a V = len(x) mistake reads
+    if x.ndim >= 2 and 0 <= rows < x.shape[-1] and same_values(array, np.sort(x, axis=-1)[..., rows : rows + 1]):
+        words += "; that is the value at index len(x) - k, but len(x) counts the rows of a batch: V is x.shape[-1]"
+    return words
+
+
+def explain_filter(logits, k: int, got, expected) -> str:
+    """What is wrong with a top-k filter's result, in words: dtype, shape, then the first wrong token."""
+    x = np.asarray(logits)
+    array = as_array(got)
+    if array is None:
+        return f"you returned {type(got).__name__}, not an array"
+    if array.dtype == bool:
+        return (
+            "you returned a bool array (which tokens survive); the filter returns the logits themselves,"
+            " with -inf for the dropped ones"
+        )
+    if array.shape != expected.shape:
+        return f"shape {array.shape}, expected {expected.shape}: the result has the shape of the logits"
+    if not np.issubdtype(array.dtype, np.floating):
+        return (
+            f"you returned an integer ({array.dtype}) array, which cannot hold -inf: the result must be floating"
+            " even when nothing is dropped"
+        )
+    if rounded_only(array, expected, x.dtype):
+        return precision_note(array.dtype, x.dtype, "every kept logit must come back unchanged")
+    reordered = reordered_row(array, expected)
+    if reordered is not None:
+        return (
+            f"{reordered} holds the right values in the wrong places: it is the correct row reordered. Something"
+            " reordered your copy before the comparison: the methods x.partition(j) and x.sort() reorder x in"
+            " place (a kth_largest_value that calls them reorders the array it is given), while"
+            " np.partition(x, j) returns a reordered copy and leaves x alone"
+        )
+    for index in np.ndindex(expected.shape):
+        g, e, v = array[index], expected[index], float(x[index])
+        if g == e:
+            continue
+        if np.isnan(g):
+            return f"{where(index, 'logits')} came back as NaN; a dropped logit must be -inf"
+        if e == NEG_INF:
+            return (
+                f"{where(index, 'logits')} = {v!r} is below the k-th largest value of its row, so it must be -inf"
+                f" (probability exactly 0); got {g.item()!r}"
+            )
+        if g == NEG_INF:
+            return f"{where(index, 'logits')} = {v!r} must be kept: {tie_words(x, k, index)}; got -inf"
+        return f"{where(index, 'logits')} = {v!r} is kept and must come back unchanged; got {g.item()!r}"
+    return "the values differ"  # not reached: same_filtered said they differ
+
+
+def reordered_row(got: np.ndarray, expected: np.ndarray) -> str | None:
+    """For the first row that differs, its name when it is the right row reordered, else None."""
+    vocab = expected.shape[-1]
+    for index in np.ndindex(expected.shape[:-1]):
+        g, e = got[index].astype(np.float64), expected[index]
+        if np.array_equal(g, e):
+            continue
+        if np.array_equal(np.sort(g), np.sort(e)) and vocab > 1:
+            return f"row [{', '.join(str(i) for i in index)}] of your result" if index else "your result"
+        return None
+    return None
+
+
+def tie_words(x: np.ndarray, k: int, index: tuple) -> str:
+    """Why a dropped token should have been kept: it is the k-th largest value, tied with it, or larger."""
+    row = np.asarray(x, dtype=np.float64)[index[:-1]]  # (V,)
+    threshold = float(reference_kth_largest(row, min(k, row.size))[0])  # the k-th largest value of the row
+    value = float(row[index[-1]])
+    if value > threshold:
+        return f"it is larger than the k-th largest value of its row ({threshold!r})"
+    if (row == threshold).sum() == 1:
+        return "it is the k-th largest value of its row"
+    return f"it is tied with the k-th largest value of its row ({threshold!r}), and ties with the k-th are kept"
+
+
+# --- Exercise 2: the k-th largest value --------------------------------------------------------
+
+
 def same_filtered(got, expected) -> bool:
     """Same shape, -inf in the same places, and the kept values unchanged (any floating dtype)."""
-    got = np.asarray(got)
-    if got.shape != expected.shape or not np.issubdtype(got.dtype, np.floating):
+    got = as_array(got)
+    if got is None or got.shape != expected.shape or not np.issubdtype(got.dtype, np.floating):
         return False
     return bool(np.array_equal(got.astype(np.float64), expected))
 
 
 def same_values(got, expected) -> bool:
     """Same shape and the same values."""
-    got = np.asarray(got)
-    return got.shape == expected.shape and bool(np.array_equal(got, expected))
-
-
-def check_cases(name: str, fn, cases: list[tuple], reference, same) -> bool:
-    """Like check_against, but with a comparison that also insists on the shape."""
-    for args in cases:
-        got, error = call(fn, args)
-        if error is not None:
-            return verdict(name, error, len(cases))
-        expected = reference(*args)
-        if not same(got, expected):
-            shape = np.shape(got)
-            note = f" (shape {shape}, expected {expected.shape})" if shape != expected.shape else ""
-            return verdict(name, f"for input {show(args)} expected {show(expected)}, got {show(got)}{note}", len(cases))
-    return verdict(name, None, len(cases))
+    got = as_array(got)
+    return got is not None and got.shape == expected.shape and bool(np.array_equal(got, expected))
 
 
 def kth_cases() -> list[tuple]:
@@ -63,17 +364,71 @@ def kth_cases() -> list[tuple]:
         (np.array([5.0, 5.0, 1.0]), 1),  # tied maximum
         (np.array([5.0, 5.0, 1.0]), 2),
         (np.array([3.0, 1.0, 2.0]), 3),  # k = V: the smallest
+        (np.full((2, 4), 0.7), 3),  # all-equal rows: every k gives the common value
         (np.array([0.0, -np.inf, -np.inf, 1.0]), 3),  # the 3rd largest is -inf
         (np.array([[4, 9, 2], [7, 7, 1]]), 2),  # integers, batched
-        (rng.normal(size=(4, 10)), 3),  # batched
-        (rng.normal(size=(2, 3, 7)).round(1), 7),  # two leading axes, ties from rounding
-        (rng.normal(size=(8, 50)).astype(np.float32), 10),
+        (rng.normal(size=(4, 10)), 3),  # batched, float64 values float32 cannot hold
+        (rng.normal(size=(2, 3, 7)).round(1), 7),  # two leading axes, k = V, ties from rounding
+        (rng.normal(size=(8, 50)).astype(np.float32), 10),  # float32 in: float32 values out
     ]
 
 
 def check_kth_largest(fn) -> bool:
-    """fn(x, k) must return the k-th largest value of every row, keeping the axis: shape (..., 1)."""
-    return check_cases("kth_largest_value", fn, kth_cases(), reference_kth_largest, same_values)
+    """fn(x, k) must return the k-th largest value of every row, keeping the axis: shape (..., 1).
+
+    It must not call the package's kth_largest (this exercise's answer): while checking, that is a
+    stand-in returning the k-th smallest value. It must not sort (np.sort, np.argsort, np.lexsort,
+    sorted, the methods y.sort() and y.argsort(), list.sort(), heapq.nlargest: the exercise asks for
+    O(V) with np.partition), nor reorder the array it is given.
+    """
+    name, cases = "kth_largest_value", kth_cases()
+    expected_values = [reference_kth_largest(x, k) for x, k in cases]
+    with (
+        standing_in(fn, {"kth_largest": kth_smallest}) as stand_ins,
+        watching(fn, ["sort", "argsort", "lexsort"], ["sorted"]) as sorts,
+        watching_methods(["sort", "argsort"]) as methods,
+    ):
+        for (x, k), expected in zip(cases, expected_values, strict=True):
+            pristine = x.copy()
+            reset(stand_ins, sorts, methods)
+            got, error = call(fn, (x, k))
+            if called(stand_ins):
+                return verdict(
+                    name,
+                    "your function calls kth_largest, the package's answer to this exercise (while checking, it is"
+                    " replaced by a wrong one): write it yourself with np.partition",
+                    len(cases),
+                )
+            sorted_by = called(sorts) or called(methods)
+            if sorted_by:
+                return verdict(
+                    name,
+                    f"for input {show((pristine, k))} your function calls {sorted_by}, {sort_words(sorted_by)};"
+                    " the exercise asks for O(V): np.partition(x, j, axis=-1) puts the value that"
+                    " belongs at sorted index j at index j, without sorting the rest",
+                    len(cases),
+                )
+            if error is not None:
+                return verdict(name, error, len(cases))
+            if not np.array_equal(x, pristine, equal_nan=True):
+                return verdict(
+                    name,
+                    f"your function modified its input: x {show(pristine)} became {show(x)}. The method"
+                    " x.partition(j) reorders x itself; np.partition(x, j) returns a reordered copy and leaves x"
+                    " alone (the caller still needs its logits in token order)",
+                    len(cases),
+                )
+            if not same_values(got, expected):
+                return verdict(
+                    name,
+                    f"for input {show((x, k))} expected {show(expected)}, got {show(got)}:"
+                    f" {explain_kth(x, k, got, expected)}",
+                    len(cases),
+                )
+    return verdict(name, None, len(cases))
+
+
+# --- Exercise 1: top-k that keeps ties ---------------------------------------------------------
 
 
 def top_k_cases() -> list[tuple]:
@@ -91,14 +446,18 @@ def top_k_cases() -> list[tuple]:
         (np.array([1.0, 0.5, 1.0, 2.0, 1.0]), 2),  # the same tokens in another order
         (np.array([4.0, 4.0, 1.0]), 1),  # tied maximum, k = 1
         (np.array([3.0, 3.0, 3.0, 1.0, 0.0]), 2),  # a tied group straddles k
+        (np.full(4, 1.5), 1),  # an all-equal row: every token is tied with the largest
         (np.array([0.3, -1.2, 2.5]), 3),  # k = V keeps everything
         (np.array([0.3, -1.2, 2.5]), 10),  # k > V keeps everything
         (np.array([0.0, -np.inf, 1.0, -np.inf]), 3),  # fewer finite logits than k
         (np.array([0.0, -np.inf, 1.0, -np.inf]), 1),
         (batch, 2),  # batched: each row has its own threshold
-        (rng.normal(size=(2, 2, 6)), 3),
+        (np.array([[2.0, 2.0, 2.0], [1.0, 0.0, -1.0]]), 2),  # an all-equal row next to an ordinary one
+        (rng.normal(size=(2, 2, 6)), 3),  # two leading axes, float64 values float32 cannot hold
         (np.array([[3, 1, 2], [5, 5, 0]]), 1),  # integer logits: the result must be floating
+        (np.array([3, 1, 2]), 5),  # integer logits and k > V: floating too, although nothing is dropped
         (rng.normal(size=12).astype(np.float32), 5),
+        (rng.normal(size=(3, 8)).round(1).astype(np.float32), 3),  # float32 with ties
         (rng.normal(size=(8, 50)).round(1), 10),  # many ties
     ]
 
@@ -106,29 +465,52 @@ def top_k_cases() -> list[tuple]:
 def check_top_k_filter(fn) -> bool:
     """fn(logits, k) must keep every logit >= the k-th largest of its row and set the rest to -inf.
 
-    Also checked: the input array is not modified, and integer logits give a floating result.
+    Also checked: the input array is not modified nor returned, integer logits give a floating result, and fn
+    does not call the package's top_k_filter (the function the exercise asks for; while checking it
+    is a stand-in that keeps exactly k tokens).
     """
-    cases = top_k_cases()
-    for logits, k in cases:
-        pristine = logits.copy()
-        got, error = call(fn, (logits, k))
-        if error is not None:
-            return verdict("top_k_keep_ties", error, len(cases))
-        if not np.array_equal(logits, pristine):
-            return verdict(
-                "top_k_keep_ties",
-                f"your function modified its input: logits {show(pristine)} became {show(logits)}"
-                " (work on a copy, the caller still needs the original)",
-                len(cases),
-            )
-        expected = reference_top_k(logits, k)
-        if not same_filtered(got, expected):
-            return verdict(
-                "top_k_keep_ties",
-                f"for logits {show(logits)}, k={k} expected {show(expected)}, got {show(got)}",
-                len(cases),
-            )
-    return verdict("top_k_keep_ties", None, len(cases))
+    name, cases = "top_k_keep_ties", top_k_cases()
+    with standing_in(fn, {"top_k_filter": exactly_k_filter}) as stand_ins:
+        for logits, k in cases:
+            pristine = logits.copy()
+            got, error = call(fn, (logits, k))
+            if called(stand_ins):
+                return verdict(
+                    name,
+                    "your function calls top_k_filter, the function this exercise asks you to write (while checking,"
+                    " it is replaced by a wrong filter): build it from kth_largest (imported from specdec.topk, as"
+                    " the hint does; your own k-th largest would do as well) and one comparison",
+                    len(cases),
+                )
+            if error is not None:
+                return verdict(name, error, len(cases))
+            if not np.array_equal(logits, pristine):
+                return verdict(
+                    name,
+                    f"your function modified its input: logits {show(pristine)} became {show(logits)}"
+                    " (work on a copy, the caller still needs the original)",
+                    len(cases),
+                )
+            expected = reference_top_k(logits, k)
+            if not same_filtered(got, expected):
+                return verdict(
+                    name,
+                    f"for logits {show(logits)}, k={k} expected {show(expected)}, got {show(got)}:"
+                    f" {explain_filter(logits, k, got, expected)}",
+                    len(cases),
+                )
+            if isinstance(got, np.ndarray) and np.shares_memory(got, logits):
+                return verdict(
+                    name,
+                    f"for logits {show(logits)}, k={k} your function returned the input array itself (or a view"
+                    " of it): return a new array, as top_k_filter does for every k, even when nothing is dropped;"
+                    " otherwise a caller that writes into the result changes its own logits",
+                    len(cases),
+                )
+    return verdict(name, None, len(cases))
+
+
+# --- Exercise 3: the test the blog should have written -----------------------------------------
 
 
 def top_k_test_cases() -> list[tuple]:
@@ -137,9 +519,12 @@ def top_k_test_cases() -> list[tuple]:
     ties = np.array([2.0, 1.0, 1.0, 1.0, 0.5])
     masked = np.array([0.0, -np.inf, 1.0, -np.inf])
     batch = np.array([[0.0, 1.0, 2.0, 3.0], [10.0, 11.0, 12.0, 13.0]])
+    deep = np.array([[[1.0, 2.0, 2.0, 0.0, 3.0], [5.0, 4.0, 4.0, 4.0, 1.0]], [[0.0] * 5, [1.0, 2.0, 3.0, 4.0, 5.0]]])
     rng = np.random.default_rng(31)
     many = rng.normal(size=(4, 30)).round(1)
     inf = NEG_INF
+    deep_wrong = reference_top_k(deep, 2)
+    deep_wrong[0, 1, 2] = inf  # one token tied with the 2nd largest (4.0) dropped, in one row only
     return [
         (blog, 3, reference_top_k(blog, 3), True, "a correct result without ties"),
         (ties, 2, reference_top_k(ties, 2), True, "a correct result: all three tokens tied with the 2nd largest stay"),
@@ -147,37 +532,84 @@ def top_k_test_cases() -> list[tuple]:
         (blog, 5, blog.copy(), True, "a correct result: k = V keeps everything"),
         (blog, 9, blog.copy(), True, "a correct result: k > V keeps everything"),
         (np.array([4.0, 4.0, 1.0]), 1, np.array([4.0, 4.0, inf]), True, "a correct result: a tied maximum"),
+        (np.full(4, 1.5), 1, np.full(4, 1.5), True, "a correct result: in an all-equal row every token is tied"),
         (batch, 2, reference_top_k(batch, 2), True, "a correct batched result"),
+        (deep, 2, reference_top_k(deep, 2), True, "a correct (2, 2, 5) result, one threshold per row"),
         (many, 10, reference_top_k(many, 10), True, "a correct batched result with many ties"),
         (blog.astype(np.float32), 2, reference_top_k(blog, 2).astype(np.float32), True, "a correct float32 result"),
         (ties, 2, np.array([2.0, 1.0, inf, inf, inf]), False, "wrong: drops tokens tied with the 2nd largest"),
+        (ties, 2, ties.copy(), False, "wrong: keeps 0.5 too, below the tied 2nd largest value"),
         (blog, 3, np.array([0.1, inf, 1.2, inf, 0.9]), False, "wrong: keeps 0.1 but drops the larger 0.5"),
         (blog, 3, np.array([inf, inf, 1.2, inf, 0.9]), False, "wrong: keeps only 2 tokens"),
         (blog, 2, np.array([inf, 0.5, 1.2, inf, 0.9]), False, "wrong: keeps 3 tokens"),
+        (blog, 5, reference_top_k(blog, 4), False, "wrong: k = V must keep everything, this drops 0.1"),
         (blog, 3, np.array([inf, -0.7, 0.0, inf, -0.3]), False, "wrong: the kept logits were changed"),
         (blog, 3, np.array([0.0, 0.5, 1.2, 0.0, 0.9]), False, "wrong: dropped logits set to 0, not -inf"),
         (blog, 3, np.array([1.2, 0.9, 0.5]), False, "wrong: returns only the kept values (shape changed)"),
         (blog, 3, np.array([np.nan, 0.5, 1.2, np.nan, 0.9]), False, "wrong: NaN instead of -inf"),
+        (blog, 3, np.array([np.inf, 0.5, 1.2, np.inf, 0.9]), False, "wrong: +inf instead of -inf"),
         (blog, 1, np.full(5, inf), False, "wrong: keeps nothing"),
         (batch, 2, np.array([[inf] * 4, [inf, inf, 12.0, 13.0]]), False, "wrong: one threshold for the whole batch"),
+        (deep, 2, deep_wrong, False, "wrong: in row [0, 1] a token tied with the 2nd largest (4.0) is dropped"),
         (masked, 3, np.array([inf, inf, 1.0, inf]), False, "wrong: drops a finite logit although k > #finite"),
     ]
 
 
+FILTERS = ["top_k_filter", "top_k_keep_ties", "keep_ties"]
+KTHS = ["kth_largest", "kth_largest_value"]
+
+
+def rebuilt_words(name: str) -> str:
+    """Why calling `name` in a test of the filter's properties is not a test."""
+    if name in FILTERS:
+        what = f"{name}, a top-k filter (while checking, it is replaced by a wrong one that keeps exactly k tokens)"
+    elif name in KTHS:
+        what = f"{name}, the k-th largest value a filter is built from (while checking, it is replaced by a wrong one)"
+    else:
+        what = f"{name}, which rebuilds the filter's answer by sorting, partitioning or ranking the row"
+    return (
+        f"your test calls {what}. A test that rebuilds the expected result is a second copy of the filter, and"
+        " repeats that copy's answers, right or wrong. Check the properties of `filtered` itself with"
+        " comparisons, counts, min and max (see the hint): no sort or partition is needed"
+    )
+
+
 def check_top_k_test(fn) -> bool:
-    """fn(logits, k, filtered) -> bool must accept every correct top-k result and reject every wrong one."""
-    cases = top_k_test_cases()
-    for logits, k, filtered, should_accept, why in cases:
-        got, error = call(fn, (logits.copy(), k, filtered.copy()))
-        if error is not None:
-            return verdict("top_k_result_ok", error, len(cases))
-        if not isinstance(got, (bool, np.bool_)):
-            return verdict("top_k_result_ok", f"must return True or False, got {show(got)}", len(cases))
-        if bool(got) != should_accept:
-            said = "accepted" if got else "rejected"
-            return verdict(
-                "top_k_result_ok",
-                f"for logits {show(logits)}, k={k}, filtered {show(filtered)}: your test {said} it, but this is {why}",
-                len(cases),
-            )
-    return verdict("top_k_result_ok", None, len(cases))
+    """fn(logits, k, filtered) -> bool must accept every correct top-k result and reject every wrong one.
+
+    It must check properties, not rebuild the result: while checking, the package's top_k_filter and
+    kth_largest (and the notebook's top_k_filter, top_k_keep_ties, keep_ties and kth_largest_value)
+    are wrong stand-ins, and np.sort, np.argsort, np.partition, np.argpartition, np.lexsort, sorted,
+    the array methods y.sort(), y.argsort(), y.partition(), y.argpartition(), list.sort() and
+    heapq.nlargest are watched; a call to any of them is reported.
+    """
+    name, cases = "top_k_result_ok", top_k_test_cases()
+    wrong_for = dict.fromkeys(FILTERS, exactly_k_filter) | dict.fromkeys(KTHS, kth_smallest)
+    with (
+        standing_in(fn, wrong_for) as stand_ins,
+        watching(fn, ["sort", "argsort", "partition", "argpartition", "lexsort"], ["sorted"]) as sorts,
+        watching_methods(["sort", "argsort", "partition", "argpartition"]) as methods,
+    ):
+        for logits, k, filtered, should_accept, why in cases:
+            reset(stand_ins, sorts, methods)
+            got, error = call(fn, (logits.copy(), k, filtered.copy()))
+            copied = called(stand_ins) or called(sorts) or called(methods)
+            if copied:
+                return verdict(
+                    name,
+                    f"for logits {show(logits)}, k={k}, filtered {show(filtered)}: {rebuilt_words(copied)}",
+                    len(cases),
+                )
+            if error is not None:
+                return verdict(name, error, len(cases))
+            if not isinstance(got, (bool, np.bool_)):
+                return verdict(name, f"must return True or False, got {show(got)}", len(cases))
+            if bool(got) != should_accept:
+                said = "accepted" if got else "rejected"
+                return verdict(
+                    name,
+                    f"for logits {show(logits)}, k={k}, filtered {show(filtered)}: your test {said} it,"
+                    f" but this is {why}",
+                    len(cases),
+                )
+    return verdict(name, None, len(cases))

@@ -8,16 +8,60 @@ The buggy function of exercise 2 and the three pipelines of exercise 3 live here
 notebook cannot change them by accident.
 """
 
+import sys
+from contextlib import contextmanager
+from types import ModuleType
+
 import numpy as np
 
 import specdec
 import specdec.pipeline
 from specdec.exercises import call, show, verdict
-from specdec.exercises.ex01 import refusing
 from specdec.logits import softmax
 from specdec.nucleus import top_p_filter
 from specdec.pipeline import SamplingParams, min_p_filter, sampling_probs
 from specdec.topk import top_k_filter
+
+# The checkers' reference, under a name the refusals below do not replace (they replace `sampling_probs`
+# here too, so that a learner's function cannot reach it through this module).
+REFERENCE_PROBS = sampling_probs
+
+
+@contextmanager
+def refusing(fn, names: tuple[str, ...], modules: tuple[ModuleType, ...], asked: str):
+    """While checking, the functions `names` raise when called: fn must not delegate to them.
+
+    They are replaced by name in `modules` and in fn's own namespace (the notebook's), where any
+    other name bound to one of them (an alias, `from specdec import sampling_probs as sp`) is
+    replaced too; everything is restored afterwards. `asked` says what the exercise asks instead:
+    the refusal's message quotes it.
+    """
+    targets = [vars(module)[name] for module in modules for name in names if name in vars(module)]
+    own = getattr(fn, "__globals__", None)
+    spaces = [vars(module) for module in modules] + ([own] if own is not None else [])
+    saved = []
+    for space in spaces:
+        aliases = space is own and own is not globals()  # this module's REFERENCE_PROBS stays the reference
+        for key, value in list(space.items()):
+            if key in names or (aliases and callable(value) and any(value is target for target in targets)):
+                saved.append((space, key, value))
+    for space, key, value in saved:
+        name = key if key in names else getattr(value, "__name__", key)
+        space[key] = refusal(name, asked)
+    try:
+        yield
+    finally:
+        for space, key, value in reversed(saved):
+            space[key] = value
+
+
+def refusal(name: str, asked: str):
+    """A stand-in that raises, for a function the learner must not call."""
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError(f"it calls {name} (this exercise asks you to {asked})")
+
+    return refuse
 
 
 def describe(params: SamplingParams) -> str:
@@ -26,58 +70,101 @@ def describe(params: SamplingParams) -> str:
 
 
 def precise(values: np.ndarray) -> str:
-    """Probabilities with 12 significant digits, so that small differences are visible."""
-    with np.printoptions(precision=12, suppress=True, threshold=20):
+    """Probabilities with 12 significant digits, so that small differences are visible; the whole row."""
+    with np.printoptions(precision=12, suppress=True, threshold=WHOLE):
         return np.array2string(np.asarray(values, dtype=np.float64), separator=", ")
+
+
+WHOLE = 64  # a row of up to this many values is shown whole in a counterexample
+
+
+def whole(values) -> str:
+    """One row of a counterexample, every value shown (rows longer than WHOLE are shortened with ...)."""
+    with np.printoptions(precision=6, suppress=True, threshold=WHOLE):
+        return np.array2string(np.asarray(values), separator=", ")
+
+
+def article(noun: str) -> str:
+    """'an int', 'a float': the type name with its article."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+MISSING_RETURN = "returned None (is a return missing?)"
 
 
 def compare_probs(got, expected: np.ndarray) -> tuple[tuple, str] | None:
     """None when `got` is the same distribution as `expected`, else (the first bad row, what is wrong there)."""
-    got = np.asarray(got)
+    if got is None:
+        return (), MISSING_RETURN
+    try:
+        got = np.asarray(got)
+    except (TypeError, ValueError) as error:  # a ragged list, say
+        return (), f"returned something that is not an array ({error}); expected an array of shape {expected.shape}"
     if got.shape != expected.shape:
         return (), f"got shape {got.shape}, expected {expected.shape}"
     if got.dtype != np.float64:
-        return (), f"got dtype {got.dtype}: return float64 probabilities (rows must sum to 1 within 1e-12)"
+        what = f"returned {got.dtype} probabilities; float64 is asked"
+        if got.dtype.kind == "f" and np.allclose(got, expected, rtol=1e-5, atol=1e-7):
+            what += " (the values are right to float32 precision: only the precision is wrong)"
+        return (), what
     close = np.isclose(got, expected, rtol=1e-9, atol=1e-12) & ((got > 0) == (expected > 0))  # (..., V)
     if close.all():
         return None
     row = tuple(int(i) for i in np.argwhere(~close.all(axis=-1))[0]) if expected.ndim > 1 else ()
     kept_got, kept_expected = np.flatnonzero(got[row] > 0).tolist(), np.flatnonzero(expected[row] > 0).tolist()
     if np.isnan(got[row]).any():
-        return row, f"got NaN: {show(got[row])}"
+        return row, f"got NaN: {whole(got[row])}"
     if kept_got != kept_expected:
         return row, f"kept tokens {kept_got}, expected {kept_expected}"
-    return row, f"same kept tokens, but probabilities {precise(got[row])}, expected {precise(expected[row])}"
+    what = f"same kept tokens, but probabilities {precise(got[row])}, expected {precise(expected[row])}"
+    if np.allclose(got[row], expected[row], rtol=1e-5, atol=1e-7):
+        what += " (right only to about float32 precision: compute in float64, compared to 1e-9)"
+    return row, what
 
 
-def describe_input(args: tuple, row: tuple, names: tuple = ()) -> str:
-    """The case, or for a batch the offending row of it (the logits come first in every case)."""
+def describe_input(args: tuple, row: tuple, names: tuple = (), source: str = "") -> str:
+    """The case, or for a batch the offending row of it, shown whole (the logits come first in every case).
+
+    `source` is the expression that gives this case's exact arguments, quoted when the logits are
+    more than a few rounded numbers, so that the failure can be reproduced.
+    """
     logits = np.asarray(args[0])
     rest = ", ".join(
         describe(a) if isinstance(a, SamplingParams) else f"{name}={show(a)}" if name else show(a)
         for a, name in zip(args[1:], names or ("",) * len(args[1:]), strict=True)
     )
     if row:
-        return f"row {row[0] if len(row) == 1 else row} of logits shape {logits.shape}: {show(logits[row])}, {rest}"
-    text = f"logits {show(logits)}, {rest}"
-    if logits.ndim == 1 and logits.size <= 8 and np.isfinite(logits).any():
-        text += f" (softmax of the logits: {show(softmax(logits))})"
+        text = f"row {row[0] if len(row) == 1 else row} of logits shape {logits.shape}: {whole(logits[row])}, {rest}"
+    else:
+        text = f"logits {whole(logits)}, {rest}"
+    temperature = next((a.temperature for a in args[1:] if isinstance(a, SamplingParams)), 1.0) or 1.0
+    shown = logits[row] if row else logits
+    if shown.ndim == 1 and shown.size <= 8 and np.isfinite(shown).any():
+        text += f" (softmax of the logits at T={temperature:g}: {show(softmax(shown.astype(np.float64), temperature))})"
+    if source and logits.size > 8:
+        text += f" (the exact arguments: {source})"
     return text
 
 
-def check_probs_cases(name: str, fn, cases: list[tuple], reference, names: tuple = ()) -> bool:
-    """Run fn(*case) and compare with reference(*case): same kept set, same probabilities, input untouched."""
-    for args in cases:
+def check_probs_cases(name: str, fn, cases: list[tuple], reference, names: tuple = (), source: str = "") -> bool:
+    """Run fn(*case) and compare with reference(*case): same kept set, same probabilities, input untouched.
+
+    `source` names the function that made `cases` (e.g. "ex05.pipeline_cases()"): a counterexample
+    quotes `source[i]`, the exact arguments of the failing case.
+    """
+    for i, args in enumerate(cases):
         pristine = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
         got, error = call(fn, args)
         if error is not None:
-            return verdict(name, error, len(cases))
+            crashed = source and error.startswith("raised")  # not for "not attempted yet"
+            return verdict(name, error + (f" (the exact arguments: {source}[{i}])" if crashed else ""), len(cases))
         if not all(np.array_equal(a, b) for a, b in zip(args, pristine, strict=True) if isinstance(a, np.ndarray)):
             return verdict(name, f"your function modified its input {show(pristine[0])}", len(cases))
         problem = compare_probs(got, reference(*args))
         if problem is not None:
             row, what = problem
-            return verdict(name, f"for {describe_input(args, row, names)}: {what}", len(cases))
+            where = describe_input(args, row, names, f"{source}[{i}]" if source else "")
+            return verdict(name, f"for {where}: {what}", len(cases))
     return verdict(name, None, len(cases))
 
 
@@ -89,7 +176,7 @@ def reference_pipeline(logits, params: SamplingParams) -> np.ndarray:
 
     Each filter works on logits and computes its own softmax, so the survivors of one filter are
     renormalised before the next looks at them (a -inf logit has probability exactly 0).
-    Subtracting the row maximum before dividing by T keeps a tiny T from overflowing.
+    Subtracting the row maximum before dividing by T keeps a tiny T from making +inf or NaN.
     """
     x = np.asarray(logits, dtype=np.float64)  # (..., V)
     if params.temperature == 0:
@@ -102,6 +189,12 @@ def reference_pipeline(logits, params: SamplingParams) -> np.ndarray:
     if params.min_p > 0:
         z = min_p_filter(z, params.min_p)
     return softmax(z)
+
+
+# Weights 1, 1/2, 1/4, 1/4 and 32 tokens of 1/16: exact binary fractions (their exp(log) is exact), so
+# after top-k = 4 the renormalised probabilities are exactly 1/2, 1/4, 1/8, 1/8 and the mass above the
+# tied pair is exactly 0.75: top-p = 0.75 must drop it (mass above < p), a `<=` keeps it.
+EXACT_HALVES = np.array([1.0, 0.5, 0.25, 0.25] + [0.0625] * 32)  # (36,)
 
 
 def pipeline_cases() -> list[tuple]:
@@ -118,10 +211,12 @@ def pipeline_cases() -> list[tuple]:
         (np.array([[9.0, 0.0, 9.0], [0.0, 1.0, 0.5]]), SamplingParams(0.0)),  # greedy, batched
         (np.array([1000.0, 999.0, 0.0]), SamplingParams(0.01)),  # tiny T, large logits: no overflow
         (np.array([1.0, 2.0]), SamplingParams(1e-308)),  # x / T overflows to inf unless the max goes first
+        (np.array([[1.0, 1.5], [3.5, 3.0]]), SamplingParams(1e-308)),  # each row's own max, not the batch's
         (np.log(np.array([0.5, 0.25, 0.25])), SamplingParams(min_p=0.5)),  # min-p keeps equality
         (np.array([2.0, 2.0, 1.0]), SamplingParams(min_p=1.0)),  # min_p = 1: only the (tied) top
         (np.array([0.0, -1.0, -3.0, -6.0]), SamplingParams(2.0, min_p=0.3)),  # min-p after the temperature
         (np.array([ninf, 0.5, ninf, 0.2]), SamplingParams(0.7, top_k=3, top_p=0.9)),  # masked tokens stay masked
+        (np.log(EXACT_HALVES), SamplingParams(top_k=4, top_p=0.75)),  # renormalised mass above = p exactly
         (rng.normal(size=6), SamplingParams()),  # nothing enabled: softmax
         (rng.normal(size=(3, 4, 30)), SamplingParams(0.8, 10, 0.9, 0.05)),  # batched, every filter
         (rng.normal(size=(5, 40)).astype(np.float32), SamplingParams(1.3, None, 0.95)),
@@ -132,9 +227,19 @@ def pipeline_cases() -> list[tuple]:
     ]
 
 
+REFERENCES = ("sampling_probs", "composed_sampling_probs", "reference_pipeline", "top_k_top_p")
+
+
 def check_pipeline_probs(fn) -> bool:
-    """fn(logits, params) must return sampling_probs(logits, params): same kept tokens, same probabilities."""
-    return check_probs_cases("pipeline_probs", fn, pipeline_cases(), sampling_probs)
+    """fn(logits, params) must return sampling_probs(logits, params): same kept tokens, same probabilities.
+
+    It must be built from the filters: calls to the package's pipelines (or this checker's) are refused.
+    """
+    asked = "build the pipeline from top_k_filter, top_p_filter, min_p_filter and softmax, not call a ready-made one"
+    with refusing(fn, REFERENCES, (specdec, specdec.pipeline, sys.modules[__name__]), asked):
+        return check_probs_cases(
+            "pipeline_probs", fn, pipeline_cases(), REFERENCE_PROBS, source="ex05.pipeline_cases()"
+        )
 
 
 # --- Exercise 2: spot the bug ------------------------------------------------------------------
@@ -154,7 +259,7 @@ def buggy_top_k_top_p(logits, top_k: int, top_p: float) -> np.ndarray:
 
 def top_k_top_p(logits, top_k: int, top_p: float) -> np.ndarray:
     """What buggy_top_k_top_p should return."""
-    return sampling_probs(logits, SamplingParams(1.0, top_k, top_p))
+    return REFERENCE_PROBS(logits, SamplingParams(1.0, top_k, top_p))
 
 
 def fixed_cases() -> list[tuple]:
@@ -170,6 +275,8 @@ def fixed_cases() -> list[tuple]:
         (np.array([0.5, 0.2, -1.0]), 1, 0.9),  # k = 1
         (np.array([1.0, 0.0, -0.5, -2.0]), 4, 1.0),  # nothing filtered
         (np.array([0.0, -np.inf, 1.0, -np.inf, 0.5]), 2, 0.6),
+        (np.log(np.array([0.5, 0.25, 0.125, 0.125])), 4, 0.5),  # exact binary fractions: mass above token 1 = p
+        (np.log(EXACT_HALVES), 4, 0.75),  # after top-k, exactly 1/2, 1/4, 1/8, 1/8: mass above the pair = p
         (rng.normal(scale=2.0, size=40), 10, 0.9),
         (rng.normal(scale=0.5, size=200), 50, 0.8),  # top-k removes a lot of mass: the bug keeps all 50
         (rng.normal(scale=1.0, size=30).astype(np.float32), 8, 0.7),
@@ -178,8 +285,11 @@ def fixed_cases() -> list[tuple]:
 
 def check_fixed_top_k_top_p(fn) -> bool:
     """fn(logits, top_k, top_p) on one row must give sampling_probs(logits, SamplingParams(1.0, top_k, top_p))."""
-    with refusing(fn, ("sampling_probs", "composed_sampling_probs"), (specdec, specdec.pipeline)):
-        return check_probs_cases("fixed_top_k_top_p", fn, fixed_cases(), top_k_top_p, names=("top_k", "top_p"))
+    reference, cases = top_k_top_p, fixed_cases()  # taken before the references are replaced
+    asked = "fix buggy_top_k_top_p with the smallest change to its own lines, not call a pipeline"
+    with refusing(fn, REFERENCES, (specdec, specdec.pipeline, sys.modules[__name__]), asked):
+        names, source = ("top_k", "top_p"), "ex05.fixed_cases()"
+        return check_probs_cases("fixed_top_k_top_p", fn, cases, reference, names=names, source=source)
 
 
 # --- Exercise 3: which order made this output? -----------------------------------------------
@@ -219,18 +329,27 @@ def which_order_cases() -> list[tuple]:
 
 
 def check_which_order(fn) -> bool:
-    """fn(logits, params, probs) must name the order in ORDERS that turned `logits` into `probs`."""
-    cases = which_order_cases()
-    for logits, params, probs, answer in cases:
-        got, error = call(fn, (logits.copy(), params, probs.copy()))
-        if error is not None:
-            return verdict("which_order", error, len(cases))
-        if got != answer:
-            kept = np.flatnonzero(probs > 0).tolist()
-            return verdict(
-                "which_order",
-                f"for logits {show(logits)} with {describe(params)}, the output keeps tokens {kept}: "
-                f"it came from {answer!r}, you said {got!r}",
-                len(cases),
-            )
+    """fn(logits, params, probs) must name the order in ORDERS that turned `logits` into `probs`.
+
+    The three orders are the learner's to write: this checker's own filtered_in_order is refused.
+    """
+    cases = which_order_cases()  # built before filtered_in_order is replaced
+    asked = "write the three orders yourself, with top_k_filter, top_p_filter, a division by T and softmax"
+    with refusing(fn, ("filtered_in_order",), (sys.modules[__name__],), asked):
+        for i, (logits, params, probs, answer) in enumerate(cases):
+            got, error = call(fn, (logits.copy(), params, probs.copy()))
+            exact = f"(the exact arguments: ex05.which_order_cases()[{i}][:3])"
+            if error is not None:
+                return verdict("which_order", f"{error} {exact}" if error.startswith("raised") else error, len(cases))
+            if not isinstance(got, str) or got != answer:
+                kept = np.flatnonzero(probs > 0).tolist()
+                said = f"you said {got!r}" + ("" if isinstance(got, str) else f" ({article(type(got).__name__)})")
+                if got is None:
+                    said = f"your function {MISSING_RETURN}"
+                return verdict(
+                    "which_order",
+                    f"for logits {whole(logits)} with {describe(params)}, the output keeps tokens {kept}: "
+                    f"it came from {answer!r}, {said}; return one of the strings in ex05.ORDERS {exact}",
+                    len(cases),
+                )
     return verdict("which_order", None, len(cases))

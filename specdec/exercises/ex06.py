@@ -2,19 +2,91 @@
 
 check_bits_and_perplexity(fn):  fn(log_probs) -> (bits per token, perplexity)
 check_generate_tokens(fn):      fn(model, prompt_tokens, max_new_tokens, params, rng) -> the new token ids
-check_bigram_probs(fn):         fn(tokens, vocab_size) -> (V, V) add-one smoothed bigram probabilities
+                                (calling specdec's `generate` is refused: the exercise writes that loop)
+check_bigram_probs(fn):         fn(tokens, vocab_size) -> (V, V) add-one smoothed bigram probabilities, float64
 check_cached_score(fn):         fn(w, cache, tokens) -> (n, V) logits of a one-layer attention model with a KV cache
+                                (the new keys and values must be in the cache; calling full_recompute is refused)
 
 The tiny attention model of exercise 4 (its weights, a cache-free forward pass, and the buggy
 cached step the learner has to fix) lives here too, so the notebook cannot change it by accident.
 """
 
 import math
+import sys
+from collections.abc import Callable
+from contextlib import contextmanager
 
 import numpy as np
 
-from specdec.exercises import call, show, verdict
+from specdec.exercises import show, verdict
 from specdec.protocol import TokenHistory
+
+NOT_ATTEMPTED = "not attempted yet: replace `raise NotImplementedError` with your code and run the cell again"
+
+
+class Refused(Exception):
+    """Raised inside the learner's function when it calls a function the exercise asks it not to use."""
+
+
+@contextmanager
+def refusing(fn, originals: dict[str, Callable], why: str):
+    """While checking, each function in `originals` (name -> the function) raises Refused when called.
+
+    It is replaced under its own name and under any alias bound to the same object, in fn's
+    namespace (the notebook's) and in every loaded specdec module, then restored.
+    """
+    spaces = [getattr(fn, "__globals__", {})]
+    spaces += [vars(module) for name, module in list(sys.modules.items()) if name.split(".")[0] == "specdec" and module]
+    targets = {id(function): name for name, function in originals.items()}
+    saved = []
+    for space in spaces:
+        for key, value in list(space.items()):
+            name = key if key in originals and space is spaces[0] else targets.get(id(value))
+            if name is not None:
+                saved.append((space, key, name, value))
+
+    def refusal(name):
+        def refuse(*args, **kwargs):
+            raise Refused(f"it calls {name}, {why}")
+
+        return refuse
+
+    for space, key, name, _ in saved:
+        space[key] = refusal(name)
+    try:
+        yield
+    finally:
+        for space, key, _, value in saved:
+            space[key] = value
+
+
+def attempt(fn, args: tuple, where: str):
+    """Call the learner's function: (result, None), or (None, a message that names the case, not the raw arguments)."""
+    try:
+        return fn(*args), None
+    except NotImplementedError:
+        return None, NOT_ATTEMPTED
+    except Refused as refusal:
+        return None, f"{where}: {refusal}"
+    except Exception as error:  # the learner's code may fail in any way; report it as a counterexample
+        return None, f"{where}: raised {type(error).__name__}: {error}"
+
+
+def dtype_name(value) -> str | None:
+    """The dtype of a result (a list of Python floats counts as float64), or None if it is not numeric."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        return None
+    return array.dtype.name if array.dtype.kind in "biufc" else None
+
+
+def described(tokens) -> str:
+    """Tokens as a counterexample shows them: their values, and their dtype when it is not a plain int64."""
+    array = np.asarray(tokens)
+    kind = "a list" if isinstance(tokens, list) else array.dtype.name
+    return show(array) + ("" if kind == "int64" else f" ({kind})")
+
 
 # --- Exercise 1: bits per token and perplexity --------------------------------------------------
 
@@ -38,18 +110,30 @@ def bits_cases() -> list[tuple]:
         (np.log(np.array([0.9, 0.1, 0.9, 0.9])),),
         ([math.log(0.5), math.log(0.125)],),  # a plain list
         (np.log(np.array([[0.5, 0.25], [0.125, 0.125]])),),  # a (W, T) batch: average over every token
+        (np.log(np.array([[[0.5], [0.25]], [[0.5], [0.125]]])),),  # (2, 2, 1): any shape
+        (np.array(math.log(0.25)),),  # one token, as a 0-d array: 2 bits
         (np.log(np.array([0.5, 0.25], dtype=np.float32)),),  # float32 log-probabilities
+        (np.array([-800.0, -1.0]),),  # a probability of e^-800 underflows to 0 if you exponentiate first
+        (np.array([-100.0, -100.0], dtype=np.float32),),  # float32 in: 2 ** 144.3 overflows unless computed in float64
         (heldout_like,),
         (np.array([math.log(0.5), -math.inf]),),  # a token the model called impossible: infinitely surprised
     ]
 
 
 def number(value) -> str:
-    """A learner's number, printed plainly (6 decimals) when it is one."""
+    """A number as a message shows it: 7 significant digits (exponent notation when huge), or the object itself."""
     try:
-        return f"{float(value):.6f}"
+        text = f"{float(value):.7g}"
     except (TypeError, ValueError):
         return show(value)
+    return text if any(char in text for char in ".en") else text + ".0"  # 1.0, not 1; inf and nan as they are
+
+
+def unchanged(given, original) -> bool:
+    """Whether the learner's function left the argument it was given as it was (NaN equal to NaN)."""
+    if isinstance(original, np.ndarray):
+        return isinstance(given, np.ndarray) and np.array_equal(given, original, equal_nan=True)
+    return list(given) == list(original)
 
 
 def same_number(got, expected: float) -> bool:
@@ -62,22 +146,61 @@ def same_number(got, expected: float) -> bool:
     return math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9)
 
 
+def bits_diagnosis(got, log_probs) -> str:
+    """What a wrong number of bits is, when it is a well-known slip."""
+    log_probs = np.asarray(log_probs, dtype=np.float64)
+    nats = float(-log_probs.mean())
+    slips = [
+        (nats, "the mean of -ln p, in nats: divide by ln 2 for bits"),
+        (nats * math.log(2), "the nats multiplied by ln 2: divide by it instead"),
+        (nats / math.log(10), "the mean of -log10 p: bits are base-2 logarithms"),
+        (float(-log_probs.sum() / math.log(2)), "the total over every token: the bits per token are a mean"),
+    ]
+    mean_probability = float(np.exp(log_probs).mean())
+    if mean_probability > 0:
+        slips.append((-math.log2(mean_probability), "-log2 of the mean probability: average the log-probabilities"))
+    for value, what in slips:
+        if same_number(got, value) and not math.isinf(value):
+            return f" (that is {what})"
+    return ""
+
+
 def check_bits_and_perplexity(fn) -> bool:
     """fn(log_probs) must return (mean -log2 p, 2 ** that) for natural-log probabilities of any shape."""
     name = "bits_and_perplexity"
     cases = bits_cases()
-    for args in cases:
-        got, error = call(fn, args)
+    for (log_probs,) in cases:
+        array = np.asarray(log_probs)
+        plain = array.ndim == 1 and array.dtype == np.float64
+        where = f"for log_probs {show(log_probs)}" + ("" if plain else f" ({array.dtype}, shape {array.shape})")
+        given = np.copy(log_probs) if isinstance(log_probs, np.ndarray) else list(log_probs)
+        got, error = attempt(fn, (given,), where)
+        if error is None and not unchanged(given, log_probs):
+            error = (
+                f"{where}: it changed the log_probs it was given (to {show(given)}): the caller still needs its "
+                "log-probabilities; compute on a copy (log_probs / ... makes a new array, /= does not)"
+            )
         if error is None and not (isinstance(got, tuple | list) and len(got) == 2):
-            error = f"for input {show(args)} expected a pair (bits, perplexity), got {show(got)}"
+            error = f"{where} expected a pair (bits, perplexity), got {show(got)}"
         if error is None:
-            bits, perplexity = reference_bits_and_perplexity(*args)
+            bits, perplexity = reference_bits_and_perplexity(log_probs)
             if not same_number(got[0], bits):
-                error = f"for log_probs {show(args[0])} expected {bits:.6f} bits per token, got {number(got[0])}"
+                slip = bits_diagnosis(got[0], log_probs)
+                low = dtype_name(got[0])
+                if not slip and low in ("float32", "float16") and math.isclose(float(got[0]), bits, rel_tol=2e-3):
+                    slip = f" (right only to {low} precision: float64 is asked; convert the input first)"
+                error = f"{where} expected {number(bits)} bits per token, got {number(got[0])}{slip}"
             elif not same_number(got[1], perplexity):
+                overflow = ""
+                low = dtype_name(got[1])
+                if low in ("float32", "float16") and perplexity > float(np.finfo(low).max):
+                    overflow = (
+                        f" ({low} overflows above {float(np.finfo(low).max):.2g}: compute in float64, as asked;"
+                        " np.asarray(log_probs, dtype=np.float64) converts the input)"
+                    )
                 error = (
-                    f"for log_probs {show(args[0])} the bits are right ({bits:.6f}), but expected perplexity "
-                    f"{perplexity:.6f}, got {number(got[1])}"
+                    f"{where} the bits are right ({number(bits)}), but expected perplexity {number(perplexity)} "
+                    f"= 2 ** bits, got {number(got[1])}{overflow}"
                 )
         if error is not None:
             return verdict(name, error, len(cases))
@@ -103,6 +226,9 @@ class CountingModel:
     def __init__(self, seed: int = 64):
         self.table = np.random.default_rng(seed).normal(0, 1.5, (7, 7, 7))  # (V, V, V) logits after (a, b)
         self.calls = self.positions = self.states = 0
+
+    def __repr__(self) -> str:
+        return f"CountingModel(vocab_size={self.vocab_size}, max_context={self.max_context})"
 
     def start(self) -> ToyState:
         self.states += 1
@@ -131,54 +257,85 @@ def generate_cases() -> list[tuple]:
     from specdec.pipeline import SamplingParams  # here: importing ex06 must not need the pipeline
 
     return [
-        ([1, 2, 3], 5, SamplingParams(temperature=0.0), None),  # greedy: no generator needed
+        ([1, 2, 3], 5, SamplingParams(temperature=0.0), None),  # greedy: no generator; token 0 comes first
         ([4], 6, SamplingParams(temperature=1.0), 0),
         ([0, 5, 2], 4, SamplingParams(temperature=0.7, top_p=0.9), 1),
         ([3, 3], 1, SamplingParams(temperature=1.0), 2),  # one new token: one call, the prompt's
         ([2], 0, SamplingParams(temperature=1.0), 3),  # nothing to generate: no call at all
         ([1, 2, 3, 4, 5, 6], 7, SamplingParams(temperature=1.5, top_k=3), 4),  # fills the context exactly
         ([6, 1], 8, SamplingParams(temperature=1.0, min_p=0.1), 5),
+        (np.array([5, 3]), 6, SamplingParams(temperature=1.0), 6),  # a prompt as an array, as the corpus gives
     ]
+
+
+def token_list(got) -> list[int] | None:
+    """The learner's tokens as plain ints, or None when they are not a flat sequence of integers."""
+    if got is None:
+        return None
+    try:
+        array = np.asarray(got)
+    except (TypeError, ValueError):
+        return None
+    if array.ndim > 1 or (array.dtype.kind not in "iu" and not (array.size == 0 and array.dtype.kind == "f")):
+        return None
+    return [int(t) for t in array.reshape(-1)]
 
 
 def check_generate_tokens(fn) -> bool:
     """fn(model, prompt_tokens, max_new_tokens, params, rng) must return the tokens `generate` would,
-    with one call for the prompt and one per new token but the last, scoring each position once."""
+    with one call for the prompt and one per new token but the last, scoring each position once.
+    Calling `generate` itself (specdec's, or the notebook's) is refused."""
     from specdec.generation import generate
 
     name = "generate_tokens"
     cases = generate_cases()
     for prompt, n_new, params, seed in cases:
+        shown = f"np.array({prompt.tolist()})" if isinstance(prompt, np.ndarray) else str(prompt)
+        rng_text = "rng None" if seed is None else f"rng np.random.default_rng({seed})"
+        where = f"prompt_tokens {shown}, max_new_tokens {n_new}, {params}, {rng_text}"
         model = CountingModel()
         rng = None if seed is None else np.random.default_rng(seed)
-        got, error = call(fn, (model, list(prompt), n_new, params, rng))
-        where = f"prompt {prompt}, max_new_tokens {n_new}, {params}"
+        given = prompt.copy() if isinstance(prompt, np.ndarray) else list(prompt)
+        with refusing(fn, {"generate": generate}, "the loop this exercise asks you to write yourself"):
+            got, error = attempt(fn, (model, given, n_new, params, rng), f"for {where}")
+        if error is None and not unchanged(given, prompt):
+            error = (
+                f"for {where}: it changed the prompt_tokens it was given (now {show(given)}): the prompt is the "
+                "caller's; collect the new tokens in a list of your own"
+            )
         if error is not None:
-            return verdict(name, error if error.startswith("not attempted") else f"{error} ({where})", len(cases))
+            return verdict(name, error, len(cases))
         reference_model = CountingModel()
         reference = generate(
             reference_model, prompt, n_new, params, None if seed is None else np.random.default_rng(seed)
         )
         expected = reference.tokens.tolist()
-        try:
-            got_list = [int(t) for t in np.asarray(got).reshape(-1)] if got is not None else None
-        except (TypeError, ValueError):
-            got_list = None
+        got_list = token_list(got)
         if got_list != expected:
-            draw = "" if seed is None else f" (drawn with sample_token and np.random.default_rng({seed}))"
-            return verdict(name, f"{where}: expected the tokens {expected}{draw}, got {show(got)}", len(cases))
+            draw = "" if seed is None else " (each drawn with sample_token(logits, params, rng))"
+            note = ""
+            if got_list is None and got is not None:
+                note = ": return a list of integer token ids"
+            elif got_list is not None and len(got_list) < len(expected) and got_list and got_list[-1] == 0:
+                note = ": it stops after token 0, but this exercise has no end token; return max_new_tokens tokens"
+            elif got_list is not None and len(got_list) != len(expected):
+                note = f": {len(got_list)} tokens where max_new_tokens is {n_new}"
+            return verdict(
+                name, f"for {where}: expected the tokens {expected}{draw}, got {show(got)}{note}", len(cases)
+            )
         if model.calls != reference_model.calls:
             return verdict(
                 name,
-                f"{where}: the right tokens, but {model.calls} model calls where {reference_model.calls} suffice: "
+                f"for {where}: the right tokens, but {model.calls} model call{'' if model.calls == 1 else 's'} where "
+                f"{reference_model.calls} suffice: "
                 "the prompt in one call, then one call per new token except the last (nothing comes after it)",
                 len(cases),
             )
         if model.positions != reference_model.positions or model.states > 1:
             return verdict(
                 name,
-                f"{where}: the right tokens, but the model scored {model.positions} positions with {model.states} "
-                f"state(s) where {reference_model.positions} with one state suffice: keep one "
+                f"for {where}: the right tokens, but the model scored {model.positions} positions with "
+                f"{model.states} state(s) where {reference_model.positions} with one state suffice: keep one "
                 "decoding state and feed it only the new token",
                 len(cases),
             )
@@ -204,32 +361,75 @@ def bigram_cases() -> list[tuple]:
         (np.array([2]), 3),  # a single token: no pairs at all, every row uniform
         (np.array([0, 0, 0]), 2),  # a token followed by itself
         (np.array([1, 2, 1]), 5),  # tokens 0, 3, 4 never seen: their rows are uniform
+        (np.array([4, 0, 4, 0]), 5),  # the last id followed by the first: both ends of the vocabulary
         ([3, 1, 3, 1, 3], 4),  # a plain list
         (np.array([2, 0, 1, 2], dtype=np.uint8), 3),  # small unsigned ids (uint8, as in the corpus)
+        (rng.integers(0, 40, 300).astype(np.uint8), 40),  # uint8 ids: a * V + b overflows uint8
         (rng.integers(0, 6, 200), 6),
         (rng.integers(0, 30, 50), 40),  # more states than data: smoothing dominates
     ]
 
 
+def wraps_around(fn, tokens, vocab_size: int, expected: np.ndarray) -> str | None:
+    """Whether fn is wrong on small integer tokens only because their dtype overflows: then say so."""
+    if not isinstance(tokens, np.ndarray) or tokens.dtype.itemsize >= 8:
+        return None
+    largest = int(tokens.max()) * vocab_size + int(tokens.max())
+    if largest <= np.iinfo(tokens.dtype).max:
+        return None
+    again, error = attempt(fn, (tokens.astype(np.int64), vocab_size), "")
+    try:
+        right = error is None and np.allclose(np.asarray(again, dtype=np.float64), expected, rtol=1e-9, atol=1e-12)
+    except (TypeError, ValueError):
+        return None
+    if not right:
+        return None
+    dtype = tokens.dtype.name
+    return (
+        f"wrong for these {dtype} tokens, but right for the same tokens as int64: tokens[:-1] * vocab_size "
+        f"overflows {dtype}, whose largest value is {np.iinfo(tokens.dtype).max} (here a * V + b reaches "
+        f"{largest}) and wraps around silently; convert the tokens to int64 first (np.asarray(tokens, dtype=np.int64))"
+    )
+
+
 def check_bigram_probs(fn) -> bool:
-    """fn(tokens, vocab_size) must return the add-one smoothed bigram table P[a, b] = P(next b | previous a)."""
+    """fn(tokens, vocab_size) must return the add-one smoothed table P[a, b] = P(next b | previous a), in float64."""
     name = "bigram_probs"
     cases = bigram_cases()
-    for args in cases:
-        got, error = call(fn, args)
+    for tokens, vocab_size in cases:
+        where = f"for tokens {described(tokens)}, vocab_size {vocab_size}"
+        given = tokens.copy() if isinstance(tokens, np.ndarray) else list(tokens)
+        got, error = attempt(fn, (given, vocab_size), where)
         if error is None:
-            expected = reference_bigram_probs(*args)
-            got = np.asarray(got)
-            tokens = show(np.asarray(args[0]))
-            if got.shape != expected.shape:
-                error = f"for tokens {tokens}, vocab_size {args[1]}: expected shape {expected.shape}, got {got.shape}"
-            elif not np.allclose(got, expected, rtol=1e-9, atol=1e-12, equal_nan=False):
-                bad = np.flatnonzero(~np.isclose(got, expected, rtol=1e-9, atol=1e-12).all(axis=1))
-                a = int(bad[0])
-                error = (
-                    f"for tokens {tokens}, vocab_size {args[1]}: row {a} (what follows token {a}) "
-                    f"expected {show(expected[a])}, got {show(got[a])} (row sum {got[a].sum():.6g})"
-                )
+            expected = reference_bigram_probs(tokens, vocab_size)
+            dtype = dtype_name(got)
+            if got is None:
+                error = f"{where}: expected a ({vocab_size}, {vocab_size}) array, got None (a missing return?)"
+            elif dtype is None:
+                error = f"{where}: expected a ({vocab_size}, {vocab_size}) array of probabilities, got {show(got)}"
+            elif np.shape(got) != expected.shape:
+                error = f"{where}: expected shape {expected.shape}, got {np.shape(got)}"
+            else:
+                got = np.asarray(got)
+                close = np.isclose(got.astype(np.float64), expected, rtol=1e-9, atol=1e-12)
+                near = np.allclose(got.astype(np.float64), expected, rtol=1e-5, atol=1e-7)
+                if close.all() and dtype != "float64":
+                    error = f"{where}: the values are right, but it returned {dtype} probabilities; float64 is asked"
+                elif not close.all() and near and dtype != "float64":
+                    error = (
+                        f"{where}: it returned {dtype} probabilities, right only to {dtype} precision; "
+                        "float64 is asked (count and divide in float64)"
+                    )
+                elif not close.all() and (overflow := wraps_around(fn, tokens, vocab_size, expected)):
+                    error = f"{where}: {overflow}"
+                elif not close.all():
+                    a = int(np.flatnonzero(~close.all(axis=1))[0])
+                    b = int(np.flatnonzero(~close[a])[0])
+                    error = (
+                        f"{where}: P[{a}, {b}] (token {b} after token {a}) expected {expected[a, b]:.6g}, "
+                        f"got {float(got[a, b]):.6g}; row {a} expected {show(expected[a])}, got {show(got[a])} "
+                        f"(row sum {float(np.sum(got[a], dtype=np.float64)):.6g})"
+                    )
         if error is not None:
             return verdict(name, error, len(cases))
     return verdict(name, None, len(cases))
@@ -270,12 +470,12 @@ def full_recompute(w: dict, tokens) -> np.ndarray:
 def buggy_score(w: dict, cache: dict, tokens) -> np.ndarray:
     """Feed new tokens; return the logits after each, shape (n, V). One layer, one head, a KV cache."""
     tokens = np.asarray(tokens, dtype=np.int64)  # (n,)
-    n, start = tokens.size, cache["length"]
-    end = start + n
-    x = w["wte"][tokens] + w["wpe"][start:end]  # (n, d) token + position
+    n, past = tokens.size, cache["length"]  # past: the tokens already cached
+    end = past + n
+    x = w["wte"][tokens] + w["wpe"][past:end]  # (n, d) token + position
     q, k, v = x @ w["w_q"], x @ w["w_k"], x @ w["w_v"]  # (n, d) each
-    cache["keys"][start:end] = k  # the new positions' keys and values join the cache
-    cache["values"][start:end] = v
+    cache["keys"][past:end] = k  # the new positions' keys and values join the cache
+    cache["values"][past:end] = v
     scores = q @ cache["keys"][:end].T / math.sqrt(k.shape[1])  # (n, end) every new token vs every cached one
     if n > 1:  # a single new token may see everything in the cache
         future = np.arange(end)[None, :] > np.arange(n)[:, None]  # (n, end) True where the key comes later
@@ -315,15 +515,63 @@ def describe_feeding(schedule) -> str:
     return ", then ".join(text if repeats == 1 else f"{text} ({repeats} times)" for text, repeats in parts)
 
 
+def cached_keys_and_values(w: dict, tokens) -> tuple[np.ndarray, np.ndarray]:
+    """The key and value of every position of `tokens`, (n, d) each: what a correct cache holds for them."""
+    tokens = np.asarray(tokens, dtype=np.int64)
+    x = w["wte"][tokens] + w["wpe"][: tokens.size]  # (n, d)
+    return x @ w["w_k"], x @ w["w_v"]
+
+
+def cache_step_problem(got, expected: np.ndarray, cache: dict, w: dict, seen: list[int], before: int) -> str | None:
+    """What is wrong with one call's result (logits for positions before..len(seen)-1) and the cache after it."""
+    step = len(seen) - before
+    scored = f"position {before}" if step == 1 else f"positions {before}..{before + step - 1}"
+    cached = f"{before} token{'' if before == 1 else 's'} already cached"
+    call_text = f"in the call that scored {scored} ({cached})"
+    dtype = dtype_name(got)
+    if got is None or dtype is None:
+        return f"{call_text}, expected logits of shape {expected.shape}, got {show(got)}"
+    got = np.asarray(got)
+    if got.shape != expected.shape:
+        return f"{call_text}, expected logits of shape {expected.shape} (one row per new token), got shape {got.shape}"
+    close = np.isclose(got.astype(np.float64), expected, rtol=1e-9, atol=1e-9).all(axis=1)  # (step,)
+    if not close.all():
+        row = int(np.argmin(close))
+        if np.isnan(got[row]).any():
+            what = "contains NaN (was every score of that row -inf? a position may always see itself)"
+        else:
+            what = f"differs from a full recompute by up to {float(np.abs(got[row] - expected[row]).max()):.3g}"
+        precision = f" (and it returned {dtype} logits; the model computes in float64)" if dtype != "float64" else ""
+        return f"{call_text}, row {row} (position {before + row}) {what}{precision}"
+    if dtype != "float64":
+        return f"{call_text}, the values are right, but it returned {dtype} logits; float64 is asked"
+    if cache.get("length") != len(seen):
+        return f"after scoring {len(seen)} tokens, cache['length'] is {show(cache.get('length'))}, not {len(seen)}"
+    keys, values = cached_keys_and_values(w, seen)  # (len(seen), d) each
+    for name, want in (("keys", keys), ("values", values)):
+        held = np.asarray(cache[name])[: len(seen)]
+        wrong = ~np.isclose(held, want, rtol=1e-9, atol=1e-9).all(axis=1)
+        if wrong.any():
+            return (
+                f"{call_text}, the logits are right, but afterwards cache['{name}'][{int(np.argmax(wrong))}] is not "
+                "that position's "
+                f"{name[:-1]}: a step must store the key and value of every new position in the cache"
+            )
+    return None
+
+
 def check_cached_score(fn) -> bool:
-    """fn(w, cache, tokens) must give, for every way of feeding tokens, the logits of a full recompute."""
+    """fn(w, cache, tokens) must give, for every way of feeding tokens, the logits of a full recompute,
+    and leave the keys and values of every position seen in the cache. Calling full_recompute is refused."""
     name = "cached_score"
+    reference = full_recompute  # captured: the module's name is refused while fn runs
     w = tiny_weights()
     cases = cache_cases()
     for tokens, schedule in cases:
         cache = new_cache(w)
         seen: list[int] = []  # the tokens the cache should hold now
         position = 0
+        where = f"feeding {show(np.asarray(tokens))} as: {describe_feeding(schedule)}"
         for step in schedule:
             if isinstance(step, tuple):  # rollback: keep only the first `length` tokens
                 cache["length"] = step[1]
@@ -332,29 +580,18 @@ def check_cached_score(fn) -> bool:
             new = tokens[position : position + step]  # (step,)
             position += step
             before = len(seen)
-            got, error = call(fn, (w, cache, new))
-            where = f"feeding {show(np.asarray(tokens))} as: {describe_feeding(schedule)}"
+            scored = f"position {before}" if step == 1 else f"positions {before}..{before + step - 1}"
+            with refusing(
+                fn,
+                {"full_recompute": full_recompute},
+                "the checker's cache-free reference: a cached step computes only the new positions, from the cache",
+            ):
+                got, error = attempt(fn, (w, cache, new.copy()), f"{where}: in the call that scored {scored}")
             if error is not None:
-                return verdict(name, error if error.startswith("not attempted") else f"{error} ({where})", len(cases))
+                return verdict(name, error, len(cases))
             seen.extend(int(t) for t in new)
-            expected = full_recompute(w, seen)[before:]  # (step, V) the rows for the new positions
-            got = np.asarray(got)
-            if got.shape != expected.shape:
-                return verdict(name, f"{where}: a call with {step} tokens returned shape {got.shape}", len(cases))
-            close = np.isclose(got, expected, rtol=1e-9, atol=1e-9).all(axis=1)  # (step,)
-            if not close.all():
-                row = int(np.argmin(close))
-                gap = float(np.abs(got[row] - expected[row]).max())
-                scored = f"position {before}" if step == 1 else f"positions {before}..{before + step - 1}"
-                cached = f"{before} token{'' if before == 1 else 's'} already cached"
-                return verdict(
-                    name,
-                    f"{where}: in the call that scored {scored} ({cached}), row {row} (position {before + row}) "
-                    f"differs from a full recompute by up to {gap:.3g}",
-                    len(cases),
-                )
-            if cache["length"] != len(seen):
-                return verdict(
-                    name, f"{where}: after scoring {len(seen)} tokens, cache['length'] is {cache['length']}", len(cases)
-                )
+            expected = reference(w, seen)[before:]  # (step, V) the rows for the new positions
+            problem = cache_step_problem(got, expected, cache, w, seen, before)
+            if problem is not None:
+                return verdict(name, f"{where}: {problem}", len(cases))
     return verdict(name, None, len(cases))

@@ -1,14 +1,28 @@
 """Checkers for the exercises of notebook 07 (the cost of decoding and the cost model).
 
-check_tokens_per_call(fn):   fn(alpha, gamma) -> expected tokens per target call
+check_tokens_per_call(fn):   fn(alpha, gamma) -> expected tokens per target call, one float64 number
+                             (an int where the value is whole; without calling specdec.timing.expected_tokens)
 check_best_gamma(fn):        fn(alpha, c, f) -> the gamma with the highest predicted speedup (smallest on ties)
 check_break_even_alpha(fn):  fn(gamma, c, f) -> smallest alpha with predicted speedup >= 1, 0.0, or None
+
+Each call of the learner's function is stopped after LIMIT_S seconds where the platform allows
+it (a timer signal in the main thread), and reported as too slow otherwise: a grid search or a
+bisection that never ends gets a message instead of a silent hang.
 """
 
 import math
+import signal
+import threading
+import time
+from contextlib import contextmanager
 
+import numpy as np
+
+import specdec.timing
 from specdec.exercises import call, show, verdict
 from specdec.timing import expected_tokens, predicted_speedup
+
+LIMIT_S = 2.0  # per call of the learner's function; the reference answers take microseconds
 
 
 class CostFunction:
@@ -31,6 +45,60 @@ F_CPU = {1: 1.0, 2: 1.12, 3: 1.21, 4: 1.31, 5: 1.38, 6: 1.47, 7: 1.55, 8: 1.62, 
 F_FLAT = {n: 1.0 for n in range(1, 17)}
 
 
+class TookTooLong(BaseException):
+    """Raised inside the learner's function when a call runs past its limit (not an Exception: `call` lets it by)."""
+
+
+def limited_call(fn, args: tuple, advice: str, limit_s: float = LIMIT_S):
+    """call(fn, args), stopped after limit_s seconds: (result, None) or (None, what went wrong)."""
+    alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if alarm:
+
+        def stop(signum, frame):
+            raise TookTooLong
+
+        previous = signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, limit_s)
+    start = time.perf_counter()
+    try:
+        got, error = call(fn, args)
+    except TookTooLong:
+        return None, f"stopped after {limit_s:g} s on input {show(args)} without an answer: {advice}"
+    finally:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    seconds = time.perf_counter() - start
+    if error is None and seconds > limit_s:
+        return None, f"took {seconds:.1f} s on input {show(args)}, too slow: {advice}"
+    return got, error
+
+
+def lower_precision(got) -> str | None:
+    """The dtype name when got is a float with fewer than 64 bits (float16, float32), else None."""
+    dtype = getattr(got, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize < 8:
+        return dtype.name
+    return None
+
+
+def not_a_number(got) -> str | None:
+    """Why got is not one real number (None when it is one: a Python or numpy int or float, or a 0-d array)."""
+    if got is None:
+        return "got None (is a `return` missing?)"
+    if isinstance(got, bool | np.bool_):
+        return f"got {got!r}, a bool"
+    if isinstance(got, np.ndarray) and got.ndim > 0:
+        return f"got an array of shape {got.shape}; one number is asked"
+    try:
+        value = float(got)
+    except (TypeError, ValueError):
+        return f"got {show(got)}, which is not a number"
+    if math.isnan(value):
+        return "got nan"
+    return None
+
+
 # --- tokens_per_call ---------------------------------------------------------------------
 
 
@@ -41,30 +109,77 @@ def tokens_per_call_cases() -> list[tuple]:
         (0.8, 4),
         (0.0, 1),  # nothing accepted: plain decoding's one token
         (0.0, 6),
+        (0, 2),  # an integer alpha = 0
         (1.0, 1),  # everything accepted: gamma + 1 (the closed form divides 0 by 0 here)
         (1.0, 7),
-        (1, 3),  # an integer alpha
+        (1, 3),  # an integer alpha = 1
         (0.9, 15),
         (0.3, 20),
+        (np.float64(0.6), np.int64(3)),  # numpy numbers, as a measured alpha or a gamma from an array would be
         (1 - 1e-9, 4),  # just below 1: close to 5
         (0.999, 10),
     ]
 
 
+@contextmanager
+def refusing_expected_tokens(fn):
+    """While checking, `expected_tokens` (the reference) raises when called, in fn's namespace and in specdec.timing.
+
+    Any name bound to it in fn's namespace (an alias such as `from specdec.timing import
+    expected_tokens as e`) is replaced too, and so is a name `expected_tokens` there (the
+    notebook's own definition, after Run All); all are restored afterwards.
+    """
+    original = specdec.timing.expected_tokens
+    spaces = [getattr(fn, "__globals__", {}), vars(specdec.timing)]
+    saved = [
+        (space, key, value)
+        for space in spaces
+        for key, value in list(space.items())
+        if key == "expected_tokens" or value is original
+    ]
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("it calls expected_tokens, the reference this exercise asks you to write yourself")
+
+    for space, key, _ in saved:
+        space[key] = refuse
+    try:
+        yield
+    finally:
+        for space, key, value in saved:
+            space[key] = value
+
+
 def check_tokens_per_call(fn) -> bool:
-    """fn(alpha, gamma) must return 1 + alpha + ... + alpha**gamma to a relative 1e-6."""
+    """fn(alpha, gamma) must return 1 + alpha + ... + alpha**gamma to a relative 1e-6, as one float64 or int."""
     cases = tokens_per_call_cases()
+    advice = "the expectation is a sum of gamma + 1 terms; no simulation or long loop is needed"
     for alpha, gamma in cases:
-        got, error = call(fn, (alpha, gamma))
+        expected = expected_tokens(alpha, gamma)
+        with refusing_expected_tokens(fn):
+            got, error = limited_call(fn, (alpha, gamma), advice)
         if error is not None:
             return verdict("tokens_per_call", error, len(cases))
-        expected = expected_tokens(alpha, gamma)
-        try:
-            ok = math.isclose(float(got), expected, rel_tol=1e-6)
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            failure = f"for alpha = {alpha}, gamma = {gamma} expected {expected:.10g}, got {show(got)}"
+        where = f"for alpha = {alpha!r}, gamma = {gamma!r} expected {expected:.10g}"
+        problem = not_a_number(got)
+        if problem is not None:
+            return verdict("tokens_per_call", f"{where}, {problem}", len(cases))
+        value = float(got)
+        dtype = lower_precision(got)
+        if dtype is not None:  # float16 or float32: refused even when right to its precision
+            if math.isclose(value, expected, rel_tol=10 * float(np.finfo(dtype).eps)):
+                said = f"the value is right to {dtype}'s precision, but float64 is asked"
+            else:
+                said = f"too imprecise even for a {dtype}; float64 is asked"
+            failure = f"{where}, got {show(got)}, a {dtype} number: {said} (compute with Python floats or np.float64)"
+            return verdict("tokens_per_call", failure, len(cases))
+        if not math.isclose(value, expected, rel_tol=1e-6):
+            failure = f"{where}, got {show(got)}"
+            if math.isclose(value, expected, rel_tol=1e-2):
+                failure += (
+                    " (close, but not within 1e-6: the expected number of tokens is exact, so an estimate"
+                    " such as a simulated mean, a shortened sum or a rounded value is not enough)"
+                )
             return verdict("tokens_per_call", failure, len(cases))
     return verdict("tokens_per_call", None, len(cases))
 
@@ -83,30 +198,35 @@ def best_gamma_cases() -> list[tuple]:
         (0.8, 0.05, F_FLAT),  # an accelerator: the best gamma is in the middle, set by c
         (0.8, 0.07, F_CPU),  # a CPU: the growing f pulls it down
         (0.6, 0.07, F_CPU),
-        (0.95, 0.0, F_CPU),
+        (0.95, 0.0, F_CPU),  # c = 0: free drafts
         (0.9, 0.0, {n: 1.0 for n in range(1, 10)}),  # free drafts, free verification: the largest gamma known
         (0.0, 0.01, F_FLAT),  # nothing is ever accepted: every gamma loses, gamma = 1 loses least
         (1.0, 0.0, {n: float(n) for n in range(1, 9)}),  # every gamma gives exactly 1.0: a tie, take the smallest
+        (1.0, 0.0, {9: 9.0, 5: 5.0, 3: 3.0, 2: 2.0}),  # the same tie, the dict's keys in decreasing order
         (0.9, 0.02, {1: 1.0, 2: 1.2, 4: 1.3, 8: 1.5}),  # only gamma = 1, 3, 7 can be priced
         (0.7, 0.05, {3: 1.2, 5: 1.3}),  # no n = 1 entry: gamma = 2 or 4
         (0.85, 0.3, F_CPU),  # an expensive draft
+        (0.99, 0.001, {n: 1.0 for n in range(1, 33)}),  # f known up to n = 32: the best gamma is 31
     ]
 
 
 def check_best_gamma(fn) -> bool:
-    """fn(alpha, c, f) must return the gamma of reference_best_gamma (an integer)."""
+    """fn(alpha, c, f) must return the gamma of reference_best_gamma, as an integer."""
     cases = best_gamma_cases()
+    advice = "one predicted speedup for each n in f is all it takes"
     for alpha, c, f in cases:
-        got, error = call(fn, (alpha, c, dict(f)))
+        got, error = limited_call(fn, (alpha, c, dict(f)), advice)
         if error is not None:
             return verdict("best_gamma", error, len(cases))
         expected = reference_best_gamma(alpha, c, f)
-        if not (isinstance(got, int) or hasattr(got, "__index__")) or got != expected:
+        where = f"for alpha = {alpha}, c = {c}, f = {show(f)} expected gamma = {expected}"
+        if isinstance(got, bool | np.bool_) or not hasattr(got, "__index__"):
+            kind = "a bool" if isinstance(got, bool | np.bool_) else f"a {type(got).__name__}"
+            failure = f"{where}, got {show(got)}, {kind}: gamma is a number of drafts, an integer"
+            return verdict("best_gamma", failure, len(cases))
+        if got != expected:
             speedups = ", ".join(f"{n - 1}: {predicted_speedup(alpha, n - 1, c, f):.4f}" for n in sorted(f) if n >= 2)
-            failure = (
-                f"for alpha = {alpha}, c = {c}, f = {show(f)} expected gamma = {expected}, got {show(got)} "
-                f"(predicted speedup by gamma: {speedups})"
-            )
+            failure = f"{where}, got {show(got)} (predicted speedup by gamma: {speedups})"
             return verdict("best_gamma", failure, len(cases))
     return verdict("best_gamma", None, len(cases))
 
@@ -135,7 +255,7 @@ def break_even_cases() -> list[tuple]:
         (1, 0.07, F_CPU),
         (10, 0.07, F_CPU),
         (4, 0.05, F_N),  # verification saves nothing: never breaks even
-        (1, 0.0, F_ONE),  # a free draft and free verification: never slower
+        (1, 0.0, F_ONE),  # a free draft and free verification: never slower (speedup exactly 1 at alpha = 0)
         (3, 0.0, F_FLAT),
         (1, 0.5, {2: 1.5}),  # the round costs exactly 2 = gamma + 1: breaks even only at alpha = 1
         (1, 0.5, {2: 1.5000001}),  # a hair more: never
@@ -145,14 +265,24 @@ def break_even_cases() -> list[tuple]:
 def check_break_even_alpha(fn) -> bool:
     """fn(gamma, c, f) must match reference_break_even_alpha to 1e-6, with None where it is None."""
     cases = break_even_cases()
+    advice = (
+        "scanning alpha on a fine grid takes millions of evaluations, and a bisection whose tolerance is "
+        "finer than floats can resolve never ends; bisect until the interval is shorter than 1e-7 (about 24 halvings)"
+    )
     for gamma, c, f in cases:
         argument = dict(f) if isinstance(f, dict) else f
-        got, error = call(fn, (gamma, c, argument))
+        got, error = limited_call(fn, (gamma, c, argument), advice)
         if error is not None:
+            if error.startswith(("raised TypeError", "raised AttributeError", "raised KeyError")):  # the kind of f?
+                kind = "a dict: look it up, f[n]" if isinstance(f, dict) else "a function: call it, f(n)"
+                error = error.replace(f"'{type(f).__name__}' object", "f")
+                error += f" (f may be a function or a dict, as for predicted_speedup; here it is {kind})"
             return verdict("break_even_alpha", error, len(cases))
         expected = reference_break_even_alpha(gamma, c, f)
         if expected is None or got is None:
             ok = got is None and expected is None
+        elif isinstance(got, bool | np.bool_):
+            ok = False
         else:
             try:
                 ok = abs(float(got) - expected) <= 1e-6
@@ -165,5 +295,7 @@ def check_break_even_alpha(fn) -> bool:
                 f"for gamma = {gamma}, c = {c}, f = {show(f)} (a round costs {cost:.7g} target steps) "
                 f"expected {shown}, got {show(got)}"
             )
+            if isinstance(got, bool | np.bool_):
+                failure += ", a bool: return a number in [0, 1], or None"
             return verdict("break_even_alpha", failure, len(cases))
     return verdict("break_even_alpha", None, len(cases))

@@ -5,13 +5,24 @@ check_cache_lengths(fn):       fn(sequence_length, gamma, n_accepted) -> (target
 check_speculative_greedy(fn):  fn(target, draft, prompt_tokens, max_new_tokens, gamma) -> the new tokens
 
 `buggy_speculative_greedy`, the loop with the rollback bug of exercise 3, lives here too, so the
-notebook cannot change it by accident. The third checker runs the bundled models (about a second).
+notebook cannot change it by accident. The third checker runs the bundled models (about a second)
+and watches both decoding states round by round: a cache one token too long or too short, in the
+target or in the draft, is named with its round and lengths, even when the tokens come out right,
+and a loop that crashes is reported with the round it was in and what the caches held. A loop
+that hands the work to the package's `speculative_generate` or `generate` is refused.
+The first checker refuses Python-level loops, also hidden in a helper, and inputs changed in place.
 """
 
+import ast
+import copy
 import functools
+import inspect
+import sys
+import textwrap
 
 import numpy as np
 
+from specdec import speculative
 from specdec.exercises import call, show, verdict
 from specdec.generation import generate
 from specdec.models import load_model, load_tokenizer
@@ -52,28 +63,130 @@ def accept_cases() -> list[tuple]:
     ]
 
 
+# Calls that run Python code once per element, without a `for` or `while` in the caller's source.
+ITERATING_CALLS = {
+    "map", "filter", "takewhile", "dropwhile", "accumulate", "groupby", "starmap", "reduce",  # builtins, itertools
+    "vectorize", "frompyfunc", "apply_along_axis", "fromiter",  # numpy's Python-level loops
+}  # fmt: skip
+
+
+def resolve(node: ast.AST, fn):
+    """The object a name or dotted name in fn's source refers to (fn's globals and closure), or None."""
+    if isinstance(node, ast.Attribute):
+        owner = resolve(node.value, fn)
+        return getattr(owner, node.attr, None) if owner is not None else None
+    if isinstance(node, ast.Name):
+        closure = inspect.getclosurevars(fn).nonlocals if inspect.isfunction(fn) else {}
+        scope = {**getattr(fn, "__globals__", {}), **closure}
+        return scope.get(node.id)
+    return None
+
+
+def python_loop(fn, seen: frozenset = frozenset()) -> str | None:
+    """Where fn (or a Python function it calls) loops in Python: for, while, a comprehension, recursion,
+    itertools, map/zip/range/next and the like. None when there is none (also when the source is unknown)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):  # a builtin, a lambda in an odd place, source not available
+        return None
+    name = getattr(fn, "__name__", "?")
+    where = "" if not seen else f" of `{name}`, which it calls"
+    kinds = {ast.For: "a `for` loop", ast.While: "a `while` loop", ast.comprehension: "a comprehension"}
+    for node in ast.walk(tree):
+        for kind, loop in kinds.items():
+            if isinstance(node, kind):
+                line = getattr(node, "lineno", None) or getattr(node.target, "lineno", "?")
+                return f"{loop} (line {line}{where or ' of the function'})"
+        if isinstance(node, ast.Attribute | ast.Name):
+            called = resolve(node, fn)
+            module = getattr(called, "__name__", None) if inspect.ismodule(called) else None
+            if module in ("itertools", "functools"):
+                attr = f"`{module}.{node.attr}`" if isinstance(node, ast.Attribute) else f"`{module}`"
+                return f"{attr} (line {node.lineno}{where or ' of the function'}), a Python-level iteration"
+        if isinstance(node, ast.Call):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            keyed = callee in ("min", "max", "sorted") and any(k.arg == "key" for k in node.keywords)
+            if callee in ITERATING_CALLS or keyed:
+                return f"`{callee}` (line {node.lineno}{where or ' of the function'}), a Python-level iteration"
+            called = resolve(node.func, fn)
+            if called is fn or (inspect.isfunction(called) and called in seen):
+                return f"recursion (line {node.lineno}{where or ' of the function'}), a loop by another name"
+            module = getattr(called, "__module__", None) or ""
+            if inspect.isfunction(called) and not module.startswith("numpy") and len(seen) < 4:
+                inner = python_loop(called, seen | {fn})
+                if inner is not None:
+                    return inner
+    return None
+
+
+def is_count(value) -> bool:
+    """An integer (Python or numpy), not a bool or a float."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def unchanged(before, after) -> bool:
+    """after is still before: same type, same shape, same values."""
+    return (
+        type(before) is type(after)
+        and np.shape(before) == np.shape(after)
+        and np.array_equal(np.asarray(before), np.asarray(after))
+    )
+
+
 def check_accept_greedy(fn) -> bool:
-    """fn(drafts, target_argmax) must return (n_accepted, emitted) with emitted = drafts[:n] + [target_argmax[n]]."""
+    """fn(drafts, target_argmax) must return (n_accepted, emitted) with emitted = drafts[:n] + [target_argmax[n]].
+
+    Without a Python loop: the exercise asks for whole-array numpy operations.
+    """
     name = "accept_greedy"
     cases = accept_cases()
     for drafts, best in cases:
-        got, error = call(fn, (drafts, best))
+        expected_n, expected_emitted = reference_accept_greedy(drafts, best)  # before the call: it may change them
+        given = copy.deepcopy(drafts), copy.deepcopy(best)
+        got, error = call(fn, given)
         if error is None:
-            expected_n, expected_emitted = reference_accept_greedy(drafts, best)
-            where = f"for drafts {show(np.asarray(drafts))}, target_argmax {show(np.asarray(best))}"
+            gamma = len(np.asarray(drafts).reshape(-1))
+            where = f"for drafts {show(np.asarray(drafts))} (gamma = {gamma}), target_argmax {show(np.asarray(best))}"
             if not (isinstance(got, tuple | list) and len(got) == 2):
                 error = f"{where} expected a pair (n_accepted, emitted), got {show(got)}"
             else:
                 n, emitted = got
                 try:
-                    emitted = [int(t) for t in np.asarray(emitted).reshape(-1)]
-                    same = int(n) == expected_n and emitted == expected_emitted
+                    array = np.asarray(emitted)
+                    tokens = [int(t) for t in array.reshape(-1)]
+                    same = int(n) == expected_n and tokens == expected_emitted
                 except (TypeError, ValueError):
-                    same = False
+                    array, same = None, False
+                changed = [
+                    (argument, before, after)
+                    for argument, before, after in zip(("drafts", "target_argmax"), (drafts, best), given, strict=True)
+                    if not unchanged(before, after)
+                ]
                 if not same:
                     error = f"{where} expected ({expected_n}, {expected_emitted}), got {show(got)}"
+                elif changed:
+                    argument, before, after = changed[0]
+                    error = (
+                        f"{where} the right answer, but it changed its argument {argument} from {show(before)} to "
+                        f"{show(after)}: leave the inputs as they were (the caller still needs them); work on a copy"
+                    )
+                elif not is_count(n):
+                    error = f"{where} n_accepted is {n!r}, a {type(n).__name__}: a number of drafts is an integer"
+                elif array.dtype.kind not in "iu":
+                    error = (
+                        f"{where} the right tokens, but emitted holds {array.dtype} values {show(array)}: token ids "
+                        f"are integers (np.asarray([]) is float64: give np.asarray an integer dtype)"
+                    )
         if error is not None:
             return verdict(name, error, len(cases))
+    loop = python_loop(fn)
+    if loop is not None:
+        return verdict(
+            name,
+            f"right on all {len(cases)} cases, but it uses {loop}: the exercise asks for numpy "
+            "operations on whole arrays, no Python loop (compare all drafts at once)",
+            len(cases),
+        )
     return verdict(name, None, len(cases))
 
 
@@ -117,16 +230,17 @@ def check_cache_lengths(fn) -> bool:
         if error is None:
             expected = reference_cache_lengths(*args)
             try:
-                same = tuple(int(x) for x in got) == expected
+                same = len(got) == 2 and tuple(int(x) for x in got) == expected
             except (TypeError, ValueError):
                 same = False
+            length, gamma, n = args
+            note = " (every draft accepted)" if n == gamma else f" (draft {n} rejected, counting from 0)"
+            where = f"for sequence_length {length}, gamma {gamma}, n_accepted {n}{note}"
             if not same:
-                length, gamma, n = args
-                note = " (every draft accepted)" if n == gamma else f" (draft {n + 1} rejected)"
-                error = (
-                    f"for sequence_length {length}, gamma {gamma}, n_accepted {n}{note}: "
-                    f"expected (target_length, draft_length) = {expected}, got {show(got)}"
-                )
+                error = f"{where}: expected (target_length, draft_length) = {expected}, got {show(got)}"
+            elif not all(is_count(x) for x in got):
+                kinds = ", ".join(type(x).__name__ for x in got)
+                error = f"{where}: the right values, but as {kinds}: a number of tokens is an integer"
         if error is not None:
             return verdict(name, error, len(cases))
     return verdict(name, None, len(cases))
@@ -185,18 +299,6 @@ class Contrarian(Wrapped):
         return np.roll(self.model.score(tokens, state), 1, axis=-1)  # (n, V)
 
 
-class Counting(Wrapped):
-    """A model that counts the positions it is asked to score, to tell using the caches from re-scoring."""
-
-    def __init__(self, model):
-        super().__init__(model, model.name)
-        self.scored = 0
-
-    def score(self, tokens, state) -> np.ndarray:
-        self.scored += np.asarray(tokens).size
-        return self.model.score(tokens, state)
-
-
 @functools.cache
 def bundled(name: str):
     return load_model(name)
@@ -244,35 +346,265 @@ def divergence(tokenizer, tokens: np.ndarray, expected: np.ndarray) -> str:
     )
 
 
+class Runaway(Exception):
+    """Raised by the watch when a loop makes more model calls than any correct one could."""
+
+
+class Delegated(Exception):
+    """Raised by the watch when the learner's loop hands the work to the package's own generation loop."""
+
+
+def package_loops() -> dict:
+    """The package's generation loops, by code object: the exercise is to fix the given loop, not to call these."""
+    return {
+        speculative.speculative_generate.__code__: "specdec's `speculative_generate`",
+        generate.__code__: "specdec's `generate` (plain decoding)",
+    }
+
+
+def package_loop(code) -> str | None:
+    """Which package loop a frame's code is: by identity, or by name for the notebook's own copy of the driver."""
+    loops = package_loops()
+    if code in loops:
+        return loops[code]
+    return loops[speculative.speculative_generate.__code__] if code.co_name == "speculative_generate" else None
+
+
+class RoleState:
+    """A decoding state handed to the learner's loop: the model's own state, plus the tokens it holds and its role."""
+
+    def __init__(self, inner, role: str, watch: "Watch"):
+        self.inner, self.role, self.watch = inner, role, watch
+        self.tokens: list[int] = []  # what this state holds, token by token, to compare with the text
+
+    @property
+    def length(self) -> int:
+        return self.inner.length
+
+    def rollback(self, length) -> None:
+        self.watch.event = f"the {self.role}'s rollback({length!r}) when its cache held {self.inner.length} tokens"
+        self.inner.rollback(length)
+        del self.tokens[self.inner.length :]
+
+
+class Watched(Wrapped):
+    """One role (target or draft) of a watched generation: its states record what they hold, the watch each call."""
+
+    def __init__(self, model, role: str, watch: "Watch"):
+        super().__init__(model, model.name)
+        self.role, self.watch = role, watch
+
+    def start(self) -> RoleState:
+        return RoleState(self.model.start(), self.role, self.watch)
+
+    def score(self, tokens, state) -> np.ndarray:
+        if not isinstance(state, RoleState) or state.role != self.role:
+            given = f"the {state.role}'s decoding state" if isinstance(state, RoleState) else type(state).__name__
+            raise TypeError(f"the {self.role} was given {given}: each model scores with a state from its own start()")
+        self.watch.check_delegation()
+        self.watch.before_score(self.role, state, np.asarray(tokens).size)
+        logits = self.model.score(tokens, state.inner)  # (n, V)
+        state.tokens += np.asarray(tokens).astype(np.int64).reshape(-1).tolist()
+        if self.role == "target":
+            self.watch.target_calls += 1
+        return logits
+
+
+class Watch:
+    """What a correct loop's caches hold at the start of each round, and the first cache found otherwise.
+
+    A round ends with the target's call (one per round), so round k starts after the (k - 1)-th
+    target call: the draft's first call of the round (its catch-up) and the target's call are
+    where the two caches are compared with the reference loop's, token by token.
+    """
+
+    def __init__(self, text: list[int], rounds: list[tuple[int, int, int]], max_new_tokens: int, gamma: int):
+        self.text, self.rounds = text, rounds  # prompt + plain greedy's tokens; (L, g, n) of each reference round
+        self.expected = [{"target": 0, "draft": 0}]  # at the start of round 1, 2, ...
+        for length, g, n in rounds:
+            target, draft = reference_cache_lengths(length, g, n) if g else (length + n, self.expected[-1]["draft"])
+            self.expected.append({"target": target, "draft": draft})
+        self.max_target_calls = max_new_tokens + 1  # every round emits at least one token
+        self.max_draft_calls = (gamma + 1) * (max_new_tokens + 1)
+        self.target_calls = self.draft_calls = self.scored = 0
+        self.round, self.draft_seen = 1, -1  # the round in progress; the last round whose draft catch-up was seen
+        self.seen: dict[int, dict[str, int]] = {}  # round -> {role: cache length at the start of that round}
+        self.first_wrong = None  # (round, role, tokens held, expected length) of the first wrong cache
+        self.event = "before its first model call"
+        self.delegated = None  # the package loop found on the call stack of a model call, if any
+
+    def check_delegation(self) -> None:
+        """Raise Delegated when a model is called from inside the package's own generation loop."""
+        frame = sys._getframe(2)  # the caller of Watched.score
+        while frame is not None:
+            self.delegated = package_loop(frame.f_code)
+            if self.delegated is not None:
+                raise Delegated(self.delegated)
+            frame = frame.f_back
+
+    def before_score(self, role: str, state: RoleState, n: int) -> None:
+        self.round = self.target_calls + 1
+        self.event = f"the {role}'s score call on {n} tokens when its cache held {state.length}"
+        if role == "target":
+            self.scored += n
+            if self.target_calls >= self.max_target_calls:
+                raise Runaway(f"more than {self.max_target_calls} target calls")
+            self.observe(role, state)
+        else:
+            self.draft_calls += 1
+            if self.draft_calls > self.max_draft_calls:
+                raise Runaway(f"more than {self.max_draft_calls} draft calls")
+            if self.draft_seen != self.round:  # the draft's first call of this round: its catch-up
+                self.draft_seen = self.round
+                self.observe(role, state)
+
+    def observe(self, role: str, state: RoleState) -> None:
+        k = self.round
+        self.seen.setdefault(k, {})[role] = state.length
+        if self.first_wrong is not None or k > len(self.expected):
+            return
+        expected = self.expected[k - 1][role]
+        if state.length != expected or state.tokens != self.text[: state.length]:
+            self.first_wrong = (k, role, list(state.tokens), expected)
+
+    def emitting_round(self, position: int) -> int:
+        """The reference round that emits text position `position` (the last round if it is beyond the text)."""
+        for k, (length, _, n) in enumerate(self.rounds, start=1):
+            if position < length + n + 1:
+                return k
+        return len(self.rounds)
+
+    def describe_wrong(self, tokenizer) -> str:
+        k, role, held, expected = self.first_wrong
+        if k == 1:
+            why = "a fresh state: nothing read yet"
+        elif role == "target":
+            why = f"the text and the drafts accepted in round {k - 1}"
+        else:
+            why = f"the text and the drafts accepted in round {k - 1}, as far as it read them: never its last draft"
+        said = f"at the start of round {k} the {role}'s cache held {len(held)} tokens, expected {expected} ({why})"
+        if len(held) > expected:
+            return said + f": {len(held) - expected} too many"
+        if len(held) < expected:
+            return said + f": {expected - len(held)} too few"
+        position = next(i for i, (a, b) in enumerate(zip(held, self.text, strict=False)) if a != b)
+        return said + (
+            f", but position {position} holds {label(tokenizer, held[position])} where the text has "
+            f"{label(tokenizer, self.text[position])}"
+        )
+
+    def caches_at(self, k: int) -> str:
+        seen = self.seen.get(k, {})
+        parts = [
+            f"{role} {seen[role]} (expected {self.expected[k - 1][role]})"
+            for role in ("target", "draft")
+            if role in seen and k <= len(self.expected)
+        ]
+        return f"cache lengths at the start of round {k}: " + ", ".join(parts) if parts else ""
+
+
+def label(tokenizer, token: int) -> str:
+    try:
+        return repr(tokenizer.decode([token]))
+    except ValueError:
+        return f"token {token}"
+
+
+def reference_rounds(target, draft, prompt: list[int], max_new_tokens: int, gamma: int) -> list[tuple[int, int, int]]:
+    """(text length L, drafts g, accepted n) of each round of a correct greedy loop (the exercise's fixed loop)."""
+    sequence = list(prompt)
+    end = len(sequence) + max_new_tokens
+    target_state, draft_state = target.start(), draft.start()
+    rounds = []
+    while len(sequence) < end:
+        g = min(gamma, end - len(sequence) - 1)
+        drafts = []
+        if g > 0:
+            logits = draft.score(sequence[draft_state.length :], draft_state)[-1]  # (V,)
+            for i in range(g):
+                drafts.append(int(np.argmax(logits)))
+                if i < g - 1:
+                    logits = draft.score(drafts[-1:], draft_state)[0]  # (V,)
+        best = np.argmax(target.score(sequence[target_state.length :] + drafts, target_state)[-(g + 1) :], axis=-1)
+        n = next((i for i in range(g) if drafts[i] != best[i]), g)
+        rounds.append((len(sequence), g, n))
+        target_state.rollback(len(sequence) + n)
+        draft_state.rollback(min(draft_state.length, len(sequence) + n))
+        sequence += drafts[:n] + [int(best[n])]
+    return rounds
+
+
+@functools.cache
+def speculative_case(index: int) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, int]]]:
+    """(prompt, plain greedy's new tokens, the reference rounds) of SPECULATIVE_CASES[index], computed once."""
+    kind, text, max_new_tokens, gamma = SPECULATIVE_CASES[index]
+    prompt = np.array(load_tokenizer().encode(text))  # (P,)
+    target = bundled("target")
+    expected = generate(target, prompt, max_new_tokens, SamplingParams(0)).tokens  # (max_new_tokens,)
+    rounds = reference_rounds(target, make_draft(kind)[0], prompt.tolist(), max_new_tokens, gamma)
+    return prompt, expected, rounds
+
+
 def check_speculative_greedy(fn) -> bool:
-    """fn(target, draft, prompt_tokens, max_new_tokens, gamma) must return plain greedy's tokens, using the caches."""
+    """fn(target, draft, prompt_tokens, max_new_tokens, gamma) must return plain greedy's tokens, using the caches.
+
+    Both caches must hold, at the start of every round, exactly what a correct loop's hold: a
+    rollback one token off in either direction, in either model, is a counterexample even when
+    the tokens come out right. A loop that raises is reported with its round and cache lengths.
+    """
     name = "speculative_greedy"
     tokenizer = load_tokenizer()
-    target = bundled("target")
-    for kind, text, max_new_tokens, gamma in SPECULATIVE_CASES:
+    for index, (kind, text, max_new_tokens, gamma) in enumerate(SPECULATIVE_CASES):
         draft, description = make_draft(kind)
-        prompt = np.array(tokenizer.encode(text))  # (P,)
-        counted = Counting(target)
+        prompt, expected, rounds = speculative_case(index)
+        watch = Watch(prompt.tolist() + expected.tolist(), rounds, max_new_tokens, gamma)
+        target_role, draft_role = Watched(bundled("target"), "target", watch), Watched(draft, "draft", watch)
         where = f"with {description}, gamma {gamma}, max_new_tokens {max_new_tokens}, prompt ending {text[-24:]!r}"
-        got, error = call(fn, (counted, draft, prompt, max_new_tokens, gamma))
-        if error is not None and error.startswith("raised"):
-            error = error.split(" for input ")[0] + f" ({where})"  # the models' reprs say nothing useful
+        try:
+            got, error = call(fn, (target_role, draft_role, prompt, max_new_tokens, gamma))
+        except Runaway as runaway:  # raised inside the learner's loop and not caught there
+            got, error = None, f"raised Runaway: {runaway}"
+        if watch.delegated is not None:  # even if the learner's code caught the exception
+            error = (
+                f"{where}: it calls {watch.delegated}. The exercise is to fix the one wrong line of "
+                "buggy_speculative_greedy: copy that loop, change one rollback, and call no generation loop of specdec"
+            )
+        elif error is not None and error.startswith("raised"):
+            message = error.split(" for input ")[0].removeprefix("raised ")
+            if message.startswith("Runaway: "):
+                error = (
+                    f"{where}: stopped in round {watch.round} after {message.removeprefix('Runaway: ')} for "
+                    f"{max_new_tokens} new tokens: every round emits at least one token, so the loop does not end"
+                )
+            else:
+                error = f"{where}: round {watch.round} raised {message}, in {watch.event}"
+            if watch.first_wrong is not None:
+                error += f"; {watch.describe_wrong(tokenizer)}"
+            elif watch.caches_at(watch.round):
+                error += f"; the caches were right until then ({watch.caches_at(watch.round)})"
         if error is None:
-            expected = generate(target, prompt, max_new_tokens, SamplingParams(0)).tokens  # (max_new_tokens,)
             try:
                 tokens = np.asarray(got, dtype=np.int64).reshape(-1)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 tokens = None
             if tokens is None:
                 error = f"{where}: expected a list of token ids, got {show(got)}"
             elif tokens.size != expected.size or not np.array_equal(tokens, expected):
                 error = f"{where}: {divergence(tokenizer, tokens, expected)}"
-            elif counted.scored > prompt.size + (gamma + 1) * max_new_tokens:
+                common = min(tokens.size, expected.size)
+                mismatch = np.flatnonzero(tokens[:common] != expected[:common])
+                first = int(mismatch[0]) if mismatch.size else common
+                wrong = watch.first_wrong
+                if wrong is not None and wrong[0] <= watch.emitting_round(prompt.size + first):
+                    error += f"; before that, {watch.describe_wrong(tokenizer)}"
+            elif watch.scored > prompt.size + (gamma + 1) * max_new_tokens:
                 error = (
-                    f"{where}: the right tokens, but the target scored {counted.scored} positions for "
+                    f"{where}: the right tokens, but the target scored {watch.scored} positions for "
                     f"{max_new_tokens} new tokens after a {prompt.size}-token prompt: feed each model only what it "
                     f"has not seen (rollback), instead of re-scoring the sequence"
                 )
+            elif watch.first_wrong is not None:
+                error = f"{where}: the right tokens, but {watch.describe_wrong(tokenizer)}"
         if error is not None:
             return verdict(name, error, len(SPECULATIVE_CASES))
     return verdict(name, None, len(SPECULATIVE_CASES))

@@ -4,16 +4,37 @@ check_residual_distribution(fn):  fn(p, q) -> norm(max(0, p - q)) per row, p whe
 check_accepts(fn):                fn(u, p_x, q_x) -> True iff the drafted token is accepted (strict u < p/q)
 check_last_token(fn):             fn(p_rows, q_rows, drafts, n_accepted) -> the distribution of the token
                                   the target adds after n_accepted accepted drafts (or None for no token)
+check_speculative_verify(fn):     fn(draft_tokens, draft_probs, target_probs, rng) -> (emitted, n_accepted),
+                                  speculative_verify's contract
 
 The third checker does not sample: it walks every branch of speculative decoding on small
 bigram "languages" and compares the exact law of the first tokens with the target's own
 autoregressive law, reporting the total variation between the two.
+
+The fourth checks every output against what the rule allows (the accepted prefix, a last token
+the residual or the bonus row can produce, the lengths, no rejected draft whose ratio p/q is at
+least 1), that the inputs are left as they were, that equal seeds give equal outputs (all
+randomness from the rng argument), feeds uniforms that are all 0.0 (and counts that they are
+used), and compares the law of the emitted block over a few thousand calls, on two seeds, with
+its exact law (enumerated here), by chi-square tests.
+While the residual and the block verifier are checked, the reference they ask for
+(`residual_distribution`; `speculative_verify` and `verify_drawn`) is replaced by a stand-in in
+specdec and in the learner's namespace, and a function that calls it is refused.
+
+The notebook numbers its exercises in reading order: 1 the block verifier (core), then the
+optional 2 the acceptance test, 3 the residual distribution, 4 spot the bug (the last token).
 """
 
 import math
+import operator
+import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
+import specdec
+from specdec import speculative, verify
+from specdec.drawing import chi_square_test
 from specdec.exercises import call, show, verdict
 from specdec.verify import residual_distribution
 
@@ -28,7 +49,7 @@ def precise(values) -> str:
     )
 
 
-# --- Exercise 1: the residual distribution ---------------------------------------------------
+# --- Exercise 3 (optional): the residual distribution -----------------------------------------
 
 
 def residual_cases() -> list[tuple]:
@@ -52,6 +73,8 @@ def residual_cases() -> list[tuple]:
         p[0] += 0.05  # keep at least one token with mass
         q[1] += 0.05
         cases.append((p / p.sum(), q / q.sum()))
+    p32, q32 = rng.dirichlet(np.ones(6), size=2).astype(np.float32)  # float32 rows: the result is still float64
+    cases.append((p32, q32))
     p_rows = rng.dirichlet(np.ones(5), size=4)  # (4, 5)
     q_rows = rng.dirichlet(np.ones(5), size=4)  # (4, 5)
     q_rows[1] = p_rows[1]  # one row with p == q: only that row falls back to p
@@ -63,38 +86,114 @@ def residual_cases() -> list[tuple]:
 
 
 def compare_rows(got, expected: np.ndarray) -> tuple[tuple, str] | None:
-    """None when `got` equals `expected` (float, same shape, within 1e-12), else (the first bad row, what is wrong)."""
+    """None when `got` equals `expected` (float64, same shape, within 1e-12), else (the first bad row, what)."""
     got = np.asarray(got)
     if got.shape != expected.shape:
         return (), f"got shape {got.shape}, expected {expected.shape}"
     if not np.issubdtype(got.dtype, np.floating):
-        return (), f"got dtype {got.dtype}: return float probabilities"
+        return (), f"got dtype {got.dtype}: return float64 probabilities"
+    if got.dtype != np.float64 and np.allclose(got, expected, rtol=0, atol=1e-6):
+        return (), (
+            f"returned {got.dtype} probabilities: the values are right to {got.dtype} precision, but float64 "
+            "is asked (compute in float64, e.g. np.asarray(p, dtype=np.float64))"
+        )
     close = np.isclose(got, expected, rtol=0, atol=1e-12)
     if close.all():
         return None
+    if np.allclose(got, expected, rtol=0, atol=1e-6):
+        off = float(np.max(np.abs(got - expected)))
+        return (), (
+            f"the values are right only to about {off:.0e}: float32 arithmetic somewhere? compute in float64, "
+            "e.g. np.asarray(p, dtype=np.float64)"
+        )
     row = tuple(int(i) for i in np.argwhere(~close.all(axis=-1))[0]) if expected.ndim > 1 else ()
     if np.isnan(got[row]).any():
         return row, f"got NaN: {show(got[row])} (0 / 0 where p <= q everywhere?)"
     return row, f"expected {precise(expected[row])}, got {precise(got[row])}"
 
 
+@contextmanager
+def refusing(fn, names: tuple[str, ...]):
+    """While checking fn, `names` (specdec's references for the exercise) are stand-ins that record their use.
+
+    They are replaced in specdec, specdec.verify, specdec.speculative and fn's own namespace (the
+    notebook's), then restored. Yields the list of the names fn called.
+    """
+    used: list[str] = []
+    spaces = [vars(specdec), vars(verify), vars(speculative), getattr(fn, "__globals__", {})]
+    saved = [(space, name, space[name]) for space in spaces for name in names if name in space]
+
+    def stand_in(name):
+        def refuse(*args, **kwargs):
+            used.append(name)
+            raise RuntimeError(f"{name} is the reference this exercise asks you to write yourself")
+
+        return refuse
+
+    for space, name, _ in saved:
+        space[name] = stand_in(name)
+    try:
+        yield used
+    finally:
+        for space, name, value in saved:
+            space[name] = value
+
+
+def delegation(used: list[str]) -> str:
+    return f"it calls specdec's {used[0]}, the function this exercise asks you to write: write it yourself"
+
+
+def changed_input(originals: dict, passed: dict) -> str | None:
+    """The name of the first argument the learner's function changed in place, or None."""
+    for name, original in originals.items():
+        if not np.array_equal(np.asarray(passed[name]), original):
+            return name
+    return None
+
+
+def in_place_message(name: str, advice: str) -> str:
+    return f"it changed its argument {name} in place: the caller still needs it, so {advice}"
+
+
 def check_residual_distribution(fn) -> bool:
-    """fn(p, q) must return norm(max(0, p - q)) along the last axis, and p itself for rows with no excess."""
+    """fn(p, q) must return norm(max(0, p - q)) along the last axis (float64), and p itself for rows with no excess.
+
+    It must leave p and q as they were and compute without a RuntimeWarning (a 0 / 0 in the
+    branch np.where throws away still warns).
+    """
     cases = residual_cases()
     for p, q in cases:
-        got, error = call(fn, (p.copy(), q.copy()))
+        passed = {"p": p.copy(), "q": q.copy()}
+        with refusing(fn, ("residual_distribution",)) as used, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            with np.errstate(divide="warn", invalid="warn"):
+                got, error = call(fn, (passed["p"], passed["q"]))
+        if used:
+            return verdict("residual_distribution", delegation(used), len(cases))
         if error is None:
             problem = compare_rows(got, residual_distribution(p, q))
             if problem is not None:
                 row, what = problem
                 where = f"row {row[0] if len(row) == 1 else row} of a batch of shape {p.shape}: " if row else ""
-                error = f"for {where}p = {show(p[row])}, q = {show(q[row])}: {what}"
+                given = f" given as {p.dtype} rows" if p.dtype != np.float64 else ""
+                error = f"for {where}p = {show(p[row])}, q = {show(q[row])}{given}: {what}"
+        changed = changed_input({"p": p, "q": q}, passed)
+        if error is None and changed:
+            advice = "compute into new arrays (p - q makes one; p -= q writes over p)"
+            error = f"for p = {show(p)}, q = {show(q)}: {in_place_message(changed, advice)}"
+        runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+        if error is None and runtime:
+            error = (
+                f"for p = {show(p)}, q = {show(q)} the values are right, but it warns (RuntimeWarning: "
+                f"{runtime[0].message}): np.where computes both branches, so a row with no excess still divides "
+                "0 by 0 in the branch it throws away; divide by a safe denominator, np.where(mass > 0, mass, 1.0)"
+            )
         if error is not None:
             return verdict("residual_distribution", error, len(cases))
     return verdict("residual_distribution", None, len(cases))
 
 
-# --- Exercise 2: the acceptance test ---------------------------------------------------------
+# --- Exercise 2 (optional): the acceptance test -----------------------------------------------
 
 
 def accepts_cases() -> list[tuple]:
@@ -128,6 +227,15 @@ def is_bool(value) -> bool:
     return isinstance(value, bool | np.bool_)
 
 
+def float32_hint(u: float, p_x: float, q_x: float, got: bool) -> str:
+    """A hint when float32 arithmetic gives the answer `got` on these inputs (and float64 does not), else ""."""
+    if bool(np.float32(u) < np.float32(p_x) / np.float32(q_x)) != got:
+        return ""
+    if u < 1.0 and float(np.float32(u)) == 1.0:
+        return f": float32 rounds u = {u!r} up to 1.0; compare in float64 (Python floats are float64)"
+    return ": in float32 this comparison gives that answer; compare in float64 (Python floats are float64)"
+
+
 def check_accepts(fn) -> bool:
     """fn(u, p_x, q_x) must return u < p_x / q_x as a bool (strict; p_x = 0 never accepts)."""
     cases = accepts_cases()
@@ -140,6 +248,7 @@ def check_accepts(fn) -> bool:
         elif error is None and bool(got) != expected:
             ratio = p_x / q_x
             error = f"for u = {u!r}, p_x = {p_x}, q_x = {q_x} (p/q = {ratio:.6g}) expected {expected}, got {bool(got)}"
+            error += float32_hint(u, p_x, q_x, bool(got))
         if error is not None:
             return verdict("accepts", error, n_cases)
     for p_x, q_x in frequency_cases:
@@ -159,7 +268,7 @@ def check_accepts(fn) -> bool:
     return verdict("accepts", None, n_cases)
 
 
-# --- Exercise 3: spot the bug, the token the target adds --------------------------------------
+# --- Exercise 4 (optional): spot the bug, the token the target adds ---------------------------
 
 # Small bigram "languages": P[a] is the target's distribution of the token after token a, Q[a]
 # the draft's. Every context has a tricky feature: zeros on one side, disjoint supports, p == q.
@@ -218,6 +327,18 @@ def round_law(fn, P: np.ndarray, Q: np.ndarray, context: int, gamma: int) -> dic
             last, error = call(fn, (p_rows.copy(), q_rows.copy(), np.array(drafts), k))
             if error is not None:
                 raise ValueError(error)
+            if last is None and k == gamma:
+                raise ValueError(
+                    f"for drafts {show(np.array(drafts))} and n_accepted = {k} (all {gamma} accepted) it returned "
+                    f"None: the bonus token is missing. The target's call already computed the row after the last "
+                    f"draft, p_rows[{gamma}] = {show(p_rows[gamma])}; a token drawn from it costs nothing more"
+                )
+            width = getattr(last, "dtype", None)
+            if width is not None and np.issubdtype(width, np.floating) and width != np.float64:
+                raise ValueError(
+                    f"for drafts {show(np.array(drafts))} and n_accepted = {k} it returned {width} probabilities; "
+                    "float64 is asked (the rows it gets are float64)"
+                )
             if last is not None:
                 last = np.asarray(last, dtype=np.float64)
                 if last.shape != (vocab,) or not (last >= 0).all() or abs(last.sum() - 1) > 1e-9:
@@ -252,6 +373,47 @@ def sequence_law(fn, P: np.ndarray, Q: np.ndarray, context: int, n: int, gamma: 
     return law
 
 
+def exact_last_token(p_rows, q_rows, n_accepted: int) -> tuple[np.ndarray, str]:
+    """The distribution the exact rule draws the last token from, and what it is, in words."""
+    gamma = len(q_rows)
+    if n_accepted == gamma:
+        return p_rows[gamma], f"p_rows[{gamma}], the target's row after the last draft"
+    return residual_distribution(p_rows[n_accepted], q_rows[n_accepted]), (
+        f"the residual norm(max(0, p - q)) of row {n_accepted}"
+    )
+
+
+def first_wrong_branch(fn, P: np.ndarray, Q: np.ndarray, gamma: int) -> str | None:
+    """The first branch of a round (every context, every draft sequence, every n_accepted that can
+    happen) where fn's distribution differs from the exact rule's, in words; None if there is none."""
+    vocab = len(P)
+    letters = "abcd"
+    for context in [START, *(c for c in range(vocab) if c != START)]:
+        for drafts in np.ndindex(*(vocab,) * gamma):
+            contexts = (context, *drafts)
+            if any(Q[c, x] == 0 for c, x in zip(contexts, drafts, strict=False)):
+                continue  # the draft never proposes this sequence
+            ratios = [min(1.0, P[c, x] / Q[c, x]) for c, x in zip(contexts, drafts, strict=False)]
+            p_rows, q_rows = P[list(contexts)], Q[list(contexts[:-1])]
+            for k in range(gamma + 1):
+                if math.prod(ratios[:k]) * (1 - ratios[k] if k < gamma else 1.0) == 0:
+                    continue  # this many accepted drafts cannot happen here
+                got, error = call(fn, (p_rows.copy(), q_rows.copy(), np.array(drafts), k))
+                want, what = exact_last_token(p_rows, q_rows, k)
+                if error is None and got is not None:
+                    got = np.asarray(got, dtype=np.float64)
+                    if got.shape == want.shape and np.allclose(got, want, rtol=0, atol=1e-9):
+                        continue
+                case = f"all {gamma} accepted: the bonus" if k == gamma else f"drafts[{k}] rejected"
+                returned = error if error is not None else "None" if got is None else show(got)
+                return (
+                    f"The first branch where it differs from the exact rule: after {letters[context]!r}, drafts "
+                    f"{''.join(letters[x] for x in drafts)!r} with n_accepted = {k} ({case}): it returned "
+                    f"{returned}; the rule draws that token from {what}, {show(want)}"
+                )
+    return None
+
+
 def law_gap(fn, world: str, gamma: int) -> tuple[float, float, tuple, float, float]:
     """(total variation, max |difference|, the worst sequence, its probability, the target's)."""
     P, Q = WORLDS[world]
@@ -283,7 +445,352 @@ def check_last_token(fn) -> bool:
             names = "".join("abcd"[t] for t in worst)
             failure = (
                 f"in the {world} world with gamma = {gamma}, the first {N_TOKENS} tokens follow a law at total "
-                f"variation {tv:.4f} from the target's: e.g. P({names!r}) = {got:.4f} instead of {want:.4f}"
+                f"variation {tv:.4f} from the target's: e.g. P({names!r}) = {got:.4f} instead of {want:.4f}. "
+            )
+            failure += first_wrong_branch(fn, *WORLDS[world], gamma) or (
+                "Each branch returns what the exact rule draws from, but the rounds do not add up to the target"
             )
             return verdict("last_token", failure, len(cases))
     return verdict("last_token", None, len(cases))
+
+
+# --- Exercise 1: the block verifier -----------------------------------------------------------
+
+
+class ZeroUniforms(np.random.Generator):
+    """A Generator whose `random` and `uniform` return their lower end, 0.0, every time.
+
+    rng.random() can return 0.0 (with probability 2^-53 per call): here it always does, so
+    the strictness of u < p/q shows. `drawn` counts the uniforms handed out, so a function
+    that takes its uniforms elsewhere (np.random.rand(), a generator of its own) is seen.
+    Every other method draws as usual.
+    """
+
+    def __init__(self, seed: int = 0):
+        super().__init__(np.random.PCG64(seed))
+        self.drawn = 0
+
+    def random(self, size=None, dtype=np.float64, out=None):
+        self.drawn += 1 if size is None else math.prod(np.atleast_1d(size).tolist())
+        return 0.0 if size is None else np.zeros(size, dtype=dtype)
+
+    def uniform(self, low=0.0, high=1.0, size=None):
+        self.drawn += 1 if size is None else math.prod(np.atleast_1d(size).tolist())
+        return float(low) if size is None else np.full(size, low, dtype=np.float64)
+
+
+def verify_case(drafts, q_rows, p_rows) -> tuple:
+    """(draft_tokens (gamma,), draft_probs (gamma, V), target_probs (gamma + 1, V)) as the contract asks."""
+    tokens = np.array(drafts, dtype=np.int64).reshape(-1)
+    vocab = len(p_rows[0])
+    return tokens, np.array(q_rows, dtype=np.float64).reshape(-1, vocab), np.array(p_rows, dtype=np.float64)
+
+
+# Each ratio p_i(x_i) / q_i(x_i) is given in a comment; a_i = min(1, ratio) is P(keep draft i).
+VERIFY_CASES = {
+    "every ratio >= 1, so every draft is accepted": verify_case(
+        [1, 0],
+        [[0.5, 0.3, 0.2], [0.5, 0.25, 0.25]],  # ratios 0.5 / 0.3 and 0.6 / 0.5: both > 1
+        [[0.3, 0.5, 0.2], [0.6, 0.2, 0.2], [0.2, 0.3, 0.5]],
+    ),
+    "a rejection in the middle": verify_case(
+        [1, 2, 0],
+        [[0.1, 0.6, 0.2, 0.1], [0.2, 0.2, 0.4, 0.2], [0.25, 0.25, 0.25, 0.25]],  # ratios 0.5, 0.5, 0.4
+        [[0.4, 0.3, 0.3, 0.0], [0.25, 0.45, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4], [0.5, 0.1, 0.1, 0.3]],
+    ),
+    "mostly accepted, with a bonus": verify_case(
+        [1, 0],
+        [[0.5, 0.3, 0.2], [0.5, 0.25, 0.25]],  # ratios 5/3 and 0.8
+        [[0.3, 0.5, 0.2], [0.4, 0.2, 0.4], [0.2, 0.3, 0.5]],
+    ),
+    "a draft the target forbids": verify_case(
+        [0, 1],
+        [[0.5, 0.5, 0.0], [0.3, 0.4, 0.3]],  # ratios 1.2 and 0: the second draft must always be rejected
+        [[0.6, 0.4, 0.0], [0.5, 0.0, 0.5], [0.2, 0.3, 0.5]],
+    ),
+    "no drafts at all (gamma = 0)": verify_case([], np.zeros((0, 3)), [[0.2, 0.3, 0.5]]),
+}
+STATISTICAL = ("a rejection in the middle", "mostly accepted, with a bonus", "a draft the target forbids")
+SEEDS, CALLS = (1, 2), 1500  # calls per seed and case
+P_FAIL = 1e-6  # a right answer fails one test with at most this probability
+
+
+def acceptance_ratios(tokens, q_rows, p_rows) -> np.ndarray:
+    """a_i = min(1, p_i(x_i) / q_i(x_i)), the probability that draft i is kept given the ones before."""
+    rows = np.arange(tokens.size)
+    return np.minimum(1.0, p_rows[rows, tokens] / q_rows[rows, tokens])  # (gamma,)
+
+
+def block_law(tokens, q_rows, p_rows) -> dict[tuple, float]:
+    """{emitted tokens: probability} for one call of the exact rule, every branch walked.
+
+    Exactly k drafts are kept with probability a_1 ... a_k (1 - a_(k+1)) (fresh uniforms);
+    the last token then comes from the residual of row k, or from row gamma after all are kept.
+    """
+    gamma, ratios = tokens.size, acceptance_ratios(tokens, q_rows, p_rows)
+    law: dict[tuple, float] = {}
+    for k in range(gamma + 1):
+        prob_k = math.prod(ratios[:k]) * (1.0 - ratios[k] if k < gamma else 1.0)
+        last = p_rows[gamma] if k == gamma else residual_distribution(p_rows[k], q_rows[k])  # (V,)
+        for t in np.flatnonzero(prob_k * last > 0).tolist():
+            law[(*tokens[:k].tolist(), t)] = prob_k * last[t]
+    return law
+
+
+def block_text(tokens, q_rows, p_rows) -> str:
+    """The three inputs on one line, as lists."""
+    return (
+        f"draft_tokens = {tokens.tolist()}, draft_probs = {np.round(q_rows, 6).tolist()}, "
+        f"target_probs = {np.round(p_rows, 6).tolist()}"
+    )
+
+
+def allowed_last_tokens(tokens, q_rows, p_rows) -> list[np.ndarray]:
+    """For n = 0..gamma: the distribution the last token comes from after n accepted drafts."""
+    gamma = tokens.size
+    return [residual_distribution(p_rows[n], q_rows[n]) for n in range(gamma)] + [p_rows[gamma]]
+
+
+def read_output(got, tokens, q_rows, p_rows, lasts, zero_uniforms: bool = False) -> tuple[tuple | None, str | None]:
+    """(the emitted tokens as a tuple, None), or (None, why this output is impossible under the rule).
+
+    lasts: allowed_last_tokens(tokens, q_rows, p_rows), computed once per case; None: the last token
+    is not checked (with all uniforms 0.0 a sampler may legitimately misbehave, e.g. -log(0)).
+    """
+    gamma = tokens.size
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        return None, f"returned {show(got)}: return a pair (emitted tokens, n_accepted)"
+    emitted, n = got
+    if isinstance(n, bool | np.bool_):
+        return None, f"returned n_accepted = {n!r}: return the number of accepted drafts, an int"
+    try:
+        n = operator.index(n)
+    except TypeError:
+        return None, f"returned n_accepted = {show(n)}: return the number of accepted drafts, an int"
+    if not isinstance(emitted, np.ndarray):
+        return None, (
+            f"returned emitted as a {type(emitted).__name__} ({show(emitted)}): a 1-D integer numpy array is "
+            "asked, as speculative_verify returns (e.g. np.append(draft_tokens[:n], last).astype(np.int64))"
+        )
+    if emitted.ndim != 1:
+        return None, f"returned emitted of shape {emitted.shape}: a 1-D array of token ids is asked"
+    if emitted.size and emitted.dtype.kind not in "iu":
+        return None, f"returned emitted with dtype {emitted.dtype} ({show(emitted)}): token ids are integers"
+    if not 0 <= n <= gamma:
+        return None, f"returned n_accepted = {n}, but there are {gamma} drafts"
+    if n == gamma and emitted.size == gamma:
+        return None, (
+            f"returned emitted = {show(emitted)} with n_accepted = {n}: after all {gamma} drafts are accepted "
+            f"the bonus token, drawn from target_probs[{gamma}], is missing (emitted has length n_accepted + 1)"
+        )
+    if emitted.size != n + 1:
+        return None, f"returned emitted = {show(emitted)} with n_accepted = {n}: emitted must have length n + 1"
+    if not np.array_equal(emitted[:n], tokens[:n]):
+        return None, f"returned emitted = {show(emitted)}: its first {n} tokens must be the accepted drafts"
+    last = int(emitted[-1])
+    vocab = p_rows.shape[1]
+    if not 0 <= last < vocab:
+        return None, f"returned emitted = {show(emitted)}: token {last} is not in the vocabulary of {vocab}"
+    forbidden = [i for i in range(n) if p_rows[i, tokens[i]] == 0]
+    if forbidden:
+        i = forbidden[0]
+        if zero_uniforms:
+            why = (
+                "with every uniform equal to 0.0 (rng.random() can return 0.0) it accepted draft "
+                f"{i} (token {tokens[i]}), which target_probs row {i} gives probability 0 (n_accepted = {n}): "
+                "u <= p/q accepts it when u = 0; the test must be strict, u < p/q"
+            )
+        else:
+            why = (
+                f"it accepted draft {i} (token {tokens[i]}), which target_probs row {i} gives probability 0 "
+                f"(n_accepted = {n}): its acceptance probability min(1, p/q) is 0, so it must always be rejected"
+            )
+        return None, why
+    if n < gamma and q_rows[n, tokens[n]] > 0 and p_rows[n, tokens[n]] / q_rows[n, tokens[n]] >= 1:
+        p_x, q_x = p_rows[n, tokens[n]], q_rows[n, tokens[n]]
+        why = (
+            f"returned emitted = {show(emitted)} with n_accepted = {n}: it rejected draft {n} (token {tokens[n]}), "
+            f"whose ratio p/q = {p_x:.6g} / {q_x:.6g} = {p_x / q_x:.6g} is at least 1, so it is always accepted "
+            "(u < p/q for every u in [0, 1))"
+        )
+        if n == gamma - 1:
+            why += f"; when every draft is accepted, n_accepted is {gamma} and the last token is the bonus"
+        return None, why
+    if lasts is not None and lasts[n][last] == 0:
+        if n == gamma:
+            return None, (
+                f"returned emitted = {show(emitted)}: the bonus token {last} has probability 0 under "
+                f"target_probs[{gamma}] = {p_rows[gamma].tolist()}, the row it must be drawn from"
+            )
+        return None, (
+            f"returned emitted = {show(emitted)} (draft {n} rejected): the last token {last} has probability 0 "
+            f"under the residual norm(max(0, p - q)) = {np.round(lasts[n], 6).tolist()} of row {n} "
+            f"(p = {p_rows[n].tolist()}, q = {q_rows[n].tolist()}), the distribution it must be drawn from"
+        )
+    return tuple(emitted.tolist()), None
+
+
+def marginal_laws(outcomes: dict[tuple, float], gamma: int) -> dict[str, dict]:
+    """From {emitted: probability or count}: the first token, the first two (or one and "end"), the bonus."""
+    laws: dict[str, dict] = {"the whole block": dict(outcomes), "the first token": {}, "the first two tokens": {}}
+    laws["the bonus token (after a full accept)"] = {}
+    for emitted, weight in outcomes.items():
+        for name, key in [("the first token", emitted[:1]), ("the first two tokens", emitted[:2])]:
+            laws[name][key] = laws[name].get(key, 0.0) + weight
+        if len(emitted) == gamma + 1:
+            bonus = laws["the bonus token (after a full accept)"]
+            bonus[emitted[-1:]] = bonus.get(emitted[-1:], 0.0) + weight
+    return laws
+
+
+def compare_law(counts: dict, law: dict, name: str) -> tuple[float, str]:
+    """(chi-square p-value, the outcome whose frequency is furthest from its probability, as text)."""
+    keys = sorted(set(law) | set(counts))
+    total_law = sum(law.values())
+    probs = np.array([law.get(k, 0.0) / total_law for k in keys])
+    observed = np.array([counts.get(k, 0) for k in keys], dtype=np.float64)
+    n = observed.sum()
+    if n == 0:
+        return 0.0, f"it never came out, though it has probability {total_law:.3f}"
+    i = int(np.argmax(np.abs(observed / n - probs)))
+    what = {
+        "the whole block": f"emitted = {list(keys[i])} (n_accepted = {len(keys[i]) - 1})",
+        "the first token": f"a first emitted token {keys[i][0]}",
+        "the first two tokens": f"a block starting {list(keys[i])}",
+    }.get(name, f"a bonus token {keys[i][0]}")
+    share = "of the bonus tokens" if name.startswith("the bonus") else "of the calls"
+    return chi_square_test(
+        observed, probs
+    ).p_value, f"{what} in {observed[i] / n:.3f} {share}, exactly {probs[i]:.3f} expected"
+
+
+def call_verify(fn, tokens, q_rows, p_rows, rng):
+    """fn on copies of the inputs: (result, None) or (None, what went wrong; the caller names the inputs).
+
+    An input the function changed in place is what went wrong: its caller still needs it.
+    """
+    passed = {"draft_tokens": tokens.copy(), "draft_probs": q_rows.copy(), "target_probs": p_rows.copy()}
+    got, error = call(fn, (*passed.values(), rng))
+    if error is not None and error.startswith("raised "):
+        error = error[: error.rfind(" for input (")]  # the inputs are shown by the caller, without the rng's repr
+    changed = changed_input({"draft_tokens": tokens, "draft_probs": q_rows, "target_probs": p_rows}, passed)
+    if error is None and changed:
+        error = in_place_message(changed, "write into new arrays (residual_distribution(p[n], q[n]) returns one)")
+    return got, error
+
+
+USE_THE_RNG = (
+    "use the rng argument for every random number (rng.random() for each u, draw(row, rng) for the last token), "
+    "not np.random.rand() or a generator made inside the function: a caller's seed must fix the output"
+)
+REPEATS, REPEAT_SEED = 40, 11  # calls per run of the reproducibility check, and their seed
+
+
+def reproducibility_failure(fn) -> str | None:
+    """None when two runs of REPEATS calls with equal seeds give equal outputs, else a counterexample."""
+    case = "a rejection in the middle"
+    tokens, q_rows, p_rows = VERIFY_CASES[case]
+    runs = []
+    for _ in range(2):
+        rng, blocks = np.random.default_rng(REPEAT_SEED), []
+        for _ in range(REPEATS):
+            got, error = call_verify(fn, tokens, q_rows, p_rows, rng)
+            if error is None:
+                emitted, error = read_output(got, tokens, q_rows, p_rows, allowed_last_tokens(tokens, q_rows, p_rows))
+            if error is not None:
+                return f"for {block_text(tokens, q_rows, p_rows)} ({case}): {error}"
+            blocks.append(emitted)
+        runs.append(blocks)
+    for k, (first, second) in enumerate(zip(*runs, strict=True)):
+        if first != second:
+            return (
+                f"for {block_text(tokens, q_rows, p_rows)} ({case}), {REPEATS} calls with "
+                f"np.random.default_rng({REPEAT_SEED}), run twice, differ at call {k + 1}: emitted = {list(first)} "
+                f"the first time, {list(second)} the second: {USE_THE_RNG}"
+            )
+    return None
+
+
+def run_case(fn, case: str, rng) -> tuple[dict | None, str | None]:
+    """({emitted: count} over CALLS calls, None) or (None, the first impossible output, as a counterexample)."""
+    tokens, q_rows, p_rows = VERIFY_CASES[case]
+    lasts = allowed_last_tokens(tokens, q_rows, p_rows)
+    counts: dict[tuple, int] = {}
+    for _ in range(CALLS):
+        got, error = call_verify(fn, tokens, q_rows, p_rows, rng)
+        if error is None:
+            emitted, error = read_output(got, tokens, q_rows, p_rows, lasts)
+        if error is not None:
+            return None, f"for {block_text(tokens, q_rows, p_rows)} ({case}): {error}"
+        counts[emitted] = counts.get(emitted, 0) + 1
+    return counts, None
+
+
+def check_speculative_verify(fn) -> bool:
+    """fn(draft_tokens, draft_probs, target_probs, rng) must follow speculative_verify's rule and law exactly.
+
+    Each output must be possible under the rule (no draft with p/q >= 1 rejected), a 1-D integer
+    array, with the inputs left as they were; equal seeds must give equal outputs; with all uniforms
+    0.0 (taken from the rng argument, one per tested draft at least) a draft with p = 0 must be
+    rejected; over CALLS calls per seed, the whole block, the first token, the first two tokens and
+    the bonus token must pass a chi-square test against the exact law (p-value >= P_FAIL).
+    """
+    n_cases = len(VERIFY_CASES) + 2 + len(STATISTICAL) * len(SEEDS) * 4
+    with refusing(fn, ("speculative_verify", "verify_drawn")) as used:
+        failure = verify_failure(fn)
+    if used:
+        failure = delegation(used)
+    return verdict("speculative_verify", failure, n_cases)
+
+
+def verify_failure(fn) -> str | None:
+    """The first counterexample against fn, or None."""
+    for case, (tokens, q_rows, p_rows) in VERIFY_CASES.items():  # one call each, every output checked
+        got, error = call_verify(fn, tokens, q_rows, p_rows, np.random.default_rng(0))
+        if error is None:
+            _, error = read_output(got, tokens, q_rows, p_rows, allowed_last_tokens(tokens, q_rows, p_rows))
+        if error is not None:
+            return (
+                error
+                if error.startswith("not attempted")
+                else f"for {block_text(tokens, q_rows, p_rows)} ({case}): {error}"
+            )
+    failure = reproducibility_failure(fn)
+    if failure is not None:
+        return failure
+    tokens, q_rows, p_rows = VERIFY_CASES["a draft the target forbids"]
+    zeros = ZeroUniforms()
+    got, error = call_verify(fn, tokens, q_rows, p_rows, zeros)
+    if error is None:
+        emitted, error = read_output(got, tokens, q_rows, p_rows, None, zero_uniforms=True)
+    if error is None and zeros.drawn < min(len(emitted), tokens.size):
+        error = (
+            f"given a generator whose random() always returns 0.0, it tested {min(len(emitted), tokens.size)} "
+            f"drafts (n_accepted = {len(emitted) - 1}) but took only {zeros.drawn} uniform(s) from it, counting the "
+            "last token's draw: either a tested draft got no uniform of its own (each needs u = rng.random(), "
+            f"kept iff u < p/q), or the uniforms came from elsewhere; {USE_THE_RNG}"
+        )
+    if error is not None:
+        return f"for {block_text(tokens, q_rows, p_rows)}: {error}"
+    for case in STATISTICAL:
+        tokens, q_rows, p_rows = VERIFY_CASES[case]
+        exact = marginal_laws(block_law(tokens, q_rows, p_rows), tokens.size)
+        for seed in SEEDS:
+            counts, error = run_case(fn, case, np.random.default_rng(seed))
+            if error is not None:
+                return error
+            observed = marginal_laws(counts, tokens.size)
+            for name, law in exact.items():
+                if not law:
+                    continue
+                p_value, worst = compare_law(observed[name], law, name)
+                if p_value < P_FAIL:
+                    n_calls = sum(observed[name].values())
+                    return (
+                        f"for {block_text(tokens, q_rows, p_rows)} ({case}), over {n_calls} calls with "
+                        f"np.random.default_rng({seed}), {name} does not follow the exact law: {worst} "
+                        f"(chi-square p-value {p_value:.2g}; a right answer fails this test with probability "
+                        f"{P_FAIL:g}). The drafts are kept with probabilities min(1, p/q) = "
+                        f"{np.round(acceptance_ratios(tokens, q_rows, p_rows), 6).tolist()}"
+                    )
+    return None

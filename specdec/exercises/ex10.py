@@ -3,16 +3,70 @@
 check_estimate_alpha(fn):            fn(accepted_per_round, drafted_per_round) -> pooled acceptance rate alpha
 check_acceptance_per_position(fn):   fn(accepted_per_round, drafted_per_round) -> (gamma,) acceptance by position
 check_best_gamma_by_position(fn):    fn(acceptance, c, f) -> the gamma with the highest predicted speedup
+
+Exercises 1 and 2 ask for the bookkeeping itself: while they are checked, the harness's
+`pooled_alpha`, `acceptance_counts` and `acceptance_by_position` (in specdec.harness and in the
+learner's own namespace) and `SpeculativeResult.alpha` are replaced by stand-ins that record
+the use, and a function that uses one is refused with a message naming it.
 """
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
 
+from specdec import harness
 from specdec.exercises import call, show, verdict
+from specdec.speculative import SpeculativeResult
 
 # A CPU-like measurement of f(n) (the shape notebooks 07 and 10 measure).
 F_CPU = {1: 1.0, 2: 1.11, 3: 1.24, 4: 1.26, 5: 1.36, 6: 1.45, 7: 1.58, 8: 1.6, 9: 1.77}
+
+
+# --- what every checker shares -----------------------------------------------------------
+
+
+@contextmanager
+def refusing(fn, names: tuple[str, ...], alpha_property: bool = False):
+    """While checking fn, the harness functions `names` and (optionally) SpeculativeResult.alpha record their use.
+
+    They are replaced in specdec.harness and in fn's own namespace (the notebook's), then
+    restored. Yields the list of what fn used (empty when it delegated to nothing).
+    """
+    used: list[str] = []
+    spaces = [vars(harness), getattr(fn, "__globals__", {})]
+    saved = [(space, name, space[name]) for space in spaces for name in names if name in space]
+
+    def stand_in(name):
+        def refuse(*args, **kwargs):
+            used.append(name)
+            raise RuntimeError(f"{name} is the reference this exercise asks you to write yourself")
+
+        return refuse
+
+    for space, name, _ in saved:
+        space[name] = stand_in(name)
+    alpha = SpeculativeResult.__dict__["alpha"]
+    if alpha_property:
+        SpeculativeResult.alpha = property(lambda result: stand_in("SpeculativeResult.alpha")())
+    try:
+        yield used
+    finally:
+        for space, name, value in saved:
+            space[name] = value
+        SpeculativeResult.alpha = alpha
+
+
+def delegation(used: list[str], what: str) -> str:
+    return f"it uses {used[0]}, which computes {what} for you: the exercise asks you to count it yourself"
+
+
+def float_width(got) -> str | None:
+    """'float32' (or another name) when got is a numpy float or float array narrower than float64, else None."""
+    dtype = getattr(got, "dtype", None)
+    if dtype is not None and np.issubdtype(dtype, np.floating) and dtype != np.float64:
+        return str(dtype)
+    return None
 
 
 # --- estimate_alpha ----------------------------------------------------------------------
@@ -36,33 +90,48 @@ def estimate_alpha_cases() -> list[tuple]:
         ([0, 0, 0], [1, 1, 1]),
         ([1, 1], [1, 1]),
         ([3, 0, 5, 5, 2, 1], [5, 5, 5, 5, 5, 3]),
+        ([1, 3, 0], [2, 5, 3]),  # gamma="auto": rounds draft different numbers, the first one not the most
         ([], []),  # no round at all: nothing was tested, alpha is unknown (NaN)
     ]
 
 
-def same_rate(got, expected: float) -> bool:
+def same_rate(got, expected: float, rel_tol: float = 1e-9) -> bool:
+    if isinstance(got, bool | str | bytes):
+        return False
     try:
         got = float(got)
     except (TypeError, ValueError):
         return False
     if math.isnan(expected):
         return math.isnan(got)
-    return math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12)
+    return math.isclose(got, expected, rel_tol=rel_tol, abs_tol=1e-12)
 
 
 def check_estimate_alpha(fn) -> bool:
-    """fn(accepted_per_round, drafted_per_round) must return accepted / tested drafts (NaN with no rounds)."""
+    """fn(accepted_per_round, drafted_per_round) must return accepted / tested drafts (NaN with no rounds).
+
+    It must not use the harness's pooled_alpha / acceptance_counts or SpeculativeResult.alpha.
+    """
     cases = estimate_alpha_cases()
     for accepted, drafted in cases:
-        got, error = call(fn, (list(accepted), list(drafted)))
+        with refusing(fn, ("pooled_alpha", "acceptance_counts", "acceptance_by_position"), alpha_property=True) as used:
+            got, error = call(fn, (list(accepted), list(drafted)))
+        where = f"for accepted_per_round = {accepted}, drafted_per_round = {drafted}"
+        if used:
+            return verdict("estimate_alpha", f"{where}: {delegation(used, 'alpha')}", len(cases))
         if error is not None:
             return verdict("estimate_alpha", error, len(cases))
         expected = reference_estimate_alpha(accepted, drafted)
-        if not same_rate(got, expected):
+        width = float_width(got)
+        if width is not None and same_rate(got, expected, rel_tol=1e-6):
             failure = (
-                f"for accepted_per_round = {accepted}, drafted_per_round = {drafted} "
-                f"expected {expected:.6g}, got {show(got)}"
+                f"{where} expected {expected:.17g}, got {show(got)}: the right value in {width}, which keeps only "
+                "about 7 significant digits; float64 is asked (a Python float, or np.float64)"
             )
+            return verdict("estimate_alpha", failure, len(cases))
+        if not same_rate(got, expected):
+            kind = "" if width is None and not isinstance(got, bool | str | bytes) else f" (a {type(got).__name__})"
+            failure = f"{where} expected {expected:.6g}, got {show(got)}{kind}"
             return verdict("estimate_alpha", failure, len(cases))
     return verdict("estimate_alpha", None, len(cases))
 
@@ -90,31 +159,52 @@ def acceptance_per_position_cases() -> list[tuple]:
         ([1, 0, 2], [2, 2, 2]),
         ([3, 3, 1, 0, 3], [3, 3, 3, 3, 3]),
         ([5, 1, 5, 2, 0, 4], [6, 6, 6, 6, 6, 4]),
+        ([1, 3, 0], [2, 5, 3]),  # gamma="auto": gamma = 5, the largest g, drafted by the second round only
         ([], []),  # no rounds: an empty array
     ]
 
 
-def same_rates(got, expected: np.ndarray) -> bool:
+def same_rates(got, expected: np.ndarray, rtol: float = 1e-9) -> bool:
     try:
         got = np.asarray(got, dtype=np.float64)
     except (TypeError, ValueError):
         return False
-    return got.shape == expected.shape and np.allclose(got, expected, rtol=1e-9, atol=1e-12, equal_nan=True)
+    return got.shape == expected.shape and np.allclose(got, expected, rtol=rtol, atol=1e-12, equal_nan=True)
 
 
 def check_acceptance_per_position(fn) -> bool:
-    """fn(accepted_per_round, drafted_per_round) must return the acceptance rate at each draft position."""
+    """fn(accepted_per_round, drafted_per_round) must return the acceptance rate at each draft position.
+
+    A float64 numpy array of shape (gamma,); it must not use the harness's acceptance_counts or
+    acceptance_by_position.
+    """
     cases = acceptance_per_position_cases()
     for accepted, drafted in cases:
-        got, error = call(fn, (list(accepted), list(drafted)))
+        with refusing(fn, ("acceptance_counts", "acceptance_by_position")) as used:
+            got, error = call(fn, (list(accepted), list(drafted)))
+        where = f"for accepted_per_round = {accepted}, drafted_per_round = {drafted}"
+        if used:
+            return verdict("acceptance_per_position", f"{where}: {delegation(used, 'the rates')}", len(cases))
         if error is not None:
             return verdict("acceptance_per_position", error, len(cases))
         expected = reference_acceptance_per_position(accepted, drafted)
-        if not same_rates(got, expected):
+        if not isinstance(got, np.ndarray):
+            right = " (the right numbers)" if same_rates(got, expected) else ""
             failure = (
-                f"for accepted_per_round = {accepted}, drafted_per_round = {drafted} "
-                f"expected {show(expected)}, got {show(got)}"
+                f"{where} expected {show(expected)}, got a {type(got).__name__}{right}: {show(got)}; "
+                "a numpy array is asked (it can hold np.nan and divides element by element)"
             )
+            return verdict("acceptance_per_position", failure, len(cases))
+        width = float_width(got)
+        if width is not None and same_rates(got, expected, rtol=1e-6):
+            failure = (
+                f"{where} returned {width} rates, right to {width} precision only (about 7 significant digits); "
+                f"float64 is asked: expected {show(expected)}"
+            )
+            return verdict("acceptance_per_position", failure, len(cases))
+        if not same_rates(got, expected):
+            shape = f" (shape {got.shape}, expected {expected.shape})" if got.shape != expected.shape else ""
+            failure = f"{where} expected {show(expected)}, got {show(got)}{shape}"
             return verdict("acceptance_per_position", failure, len(cases))
     return verdict("acceptance_per_position", None, len(cases))
 
@@ -151,6 +241,9 @@ def best_gamma_cases() -> list[tuple]:
         (np.array([0.85, 0.9, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95]), 0.25, F_CPU),  # an expensive draft
         # Falling rates: the mean rate (0.64) as one alpha picks gamma = 3; the products pick 5.
         (np.array([0.98, 0.95, 0.9, 0.8, 0.6, 0.4, 0.3, 0.2]), 0.05, F_CPU),
+        # Three measured rates and a measured f that dips at 5 (measured f need not grow steadily):
+        # gamma = 4 would look cheaper, but it has no measured rate; the answer is 3.
+        (np.array([0.9, 0.9, 0.9]), 0.02, {1: 1.0, 2: 1.1, 3: 1.3, 4: 1.4, 5: 1.15, 6: 1.6}),
     ]
 
 
@@ -162,15 +255,29 @@ def check_best_gamma_by_position(fn) -> bool:
         if error is not None:
             return verdict("best_gamma_by_position", error, len(cases))
         expected = reference_best_gamma_by_position(acceptance, c, f)
-        if not (isinstance(got, int) or hasattr(got, "__index__")) or isinstance(got, bool) or got != expected:
+        whole = (isinstance(got, int) or hasattr(got, "__index__")) and not isinstance(got, bool | np.bool_)
+        if not whole:
+            failure = (
+                f"for acceptance = {show(acceptance)}, c = {c}, f = {show(f)} got {show(got)}, a "
+                f"{type(got).__name__}: gamma is a number of drafts, return an integer (expected {expected})"
+            )
+            return verdict("best_gamma_by_position", failure, len(cases))
+        if got != expected:
             speedups = ", ".join(
                 f"{g}: {tokens_by_position(acceptance, g) / (g * c + f[g + 1]):.4f}"
                 for g in range(1, len(acceptance) + 1)
                 if g + 1 in f
             )
+            valid = [g for g in range(1, len(acceptance) + 1) if g + 1 in f]
+            outside = (
+                f"; gamma = {show(got)} is not a candidate: it needs a measured rate for each of its drafts "
+                f"({len(acceptance)} are given) and a measured f(gamma + 1)"
+                if got not in valid
+                else ""
+            )
             failure = (
                 f"for acceptance = {show(acceptance)}, c = {c}, f = {show(f)} expected gamma = {expected}, "
-                f"got {show(got)} (predicted speedup by gamma: {speedups})"
+                f"got {show(got)} (predicted speedup by gamma: {speedups}){outside}"
             )
             return verdict("best_gamma_by_position", failure, len(cases))
     return verdict("best_gamma_by_position", None, len(cases))
