@@ -24,6 +24,7 @@ speculative runs at T=1.
 
     python benchmarks/bench_speculative.py                     # about 4 minutes on a 2-core machine
     python benchmarks/bench_speculative.py --gammas 3 4 5 --prompts 8 --repeats 1   # a quick look
+    python benchmarks/bench_speculative.py --verify block      # sampled rounds verified as a block (notebook 11)
 
 Needs only the course's environment (numpy, threadpoolctl); run it on an otherwise quiet machine.
 """
@@ -57,7 +58,7 @@ from specdec.harness import (  # noqa: E402
     seed_for,
     side_by_side,
 )
-from specdec.speculative import AUTO_MAX_GAMMA  # noqa: E402
+from specdec.speculative import AUTO_MAX_GAMMA, VERIFY_RULES  # noqa: E402
 from specdec.threads import describe_machine, generation_blas_threads, generation_threads  # noqa: E402
 from specdec.timing import cost_ratios, time_scoring  # noqa: E402
 
@@ -101,6 +102,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="runs per prompt and side, fastest kept (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="prompt choice and sampling seeds (default 0)")
     parser.add_argument("--profile", action="store_true", help="also cProfile the speculative runs at T=1")
+    parser.add_argument(
+        "--verify",
+        choices=VERIFY_RULES,
+        default="token",
+        help='how sampled rounds are verified: "token" (default) or "block" (notebook 11); greedy is the same',
+    )
     args = parser.parse_args()
     if args.prompt_length + args.max_new_tokens > 256:
         parser.error("prompt length + max new tokens must fit the target's context of 256")
@@ -120,7 +127,8 @@ def main() -> None:
     prompts = heldout_prompts(corpus.heldout, args.prompts, args.prompt_length, seed=args.seed)
     print(
         f"{len(prompts)} held-out prompts of {args.prompt_length} tokens (seed {args.seed}), "
-        f"{args.max_new_tokens} new tokens per run, repeats {args.repeats}, gammas {args.gammas}"
+        f"{args.max_new_tokens} new tokens per run, repeats {args.repeats}, gammas {args.gammas}, "
+        f"{args.verify} verification"
     )
     context = args.prompt_length + args.max_new_tokens // 2  # the middle of a run
     max_n = max(AUTO_MAX_GAMMA if gamma == "auto" else gamma for gamma in args.gammas) + 1
@@ -129,7 +137,15 @@ def main() -> None:
     results = {}
     for params in SETTINGS:
         results[label(params)] = side_by_side(
-            target, draft, prompts, args.max_new_tokens, params, args.gammas, seed=args.seed, repeats=args.repeats
+            target,
+            draft,
+            prompts,
+            args.max_new_tokens,
+            params,
+            args.gammas,
+            seed=args.seed,
+            repeats=args.repeats,
+            verify=args.verify,
         )
         print(f"  measured {label(params)} ({time.perf_counter() - started:.0f} s)", flush=True)
     after = measure(target, draft, prompts[0], context, max_n)
@@ -186,7 +202,9 @@ def main() -> None:
     for params in SETTINGS:
         name = label(params)
         row = best[name]
-        split = round_breakdown(target, draft, prompts, args.max_new_tokens, params, row["gamma"], seed=args.seed)
+        split = round_breakdown(
+            target, draft, prompts, args.max_new_tokens, params, row["gamma"], seed=args.seed, verify=args.verify
+        )
         factors = gap_factors(row, row["prediction"], costs["unit"])
         per_round = split["tokens"]["speculative"] / split["target_calls"]["speculative"]
         plain = ", ".join(f"{part} {1e6 * seconds:.0f}" for part, seconds in split["plain"].items() if part != "draft")
@@ -228,8 +246,9 @@ def main() -> None:
         with generation_threads():
             profiler.enable()
             for i, prompt in enumerate(prompts):
+                rng = seed_for(args.seed, i)
                 specdec.speculative_generate(
-                    target, draft, prompt, args.max_new_tokens, params, gamma, seed_for(args.seed, i)
+                    target, draft, prompt, args.max_new_tokens, params, gamma, rng, verify=args.verify
                 )
             profiler.disable()
         print(f"\ncProfile of the speculative runs at T=1, gamma {gamma} (profiling slows small calls down):")

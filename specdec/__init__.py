@@ -4,6 +4,7 @@ The modules imported below are generated from the course notebooks (see their he
 `import specdec` needs numpy only.
 """
 
+from specdec.block import block_verify
 from specdec.drawing import sample
 from specdec.generation import GenerationResult, generate
 from specdec.logits import log_softmax, softmax
@@ -23,6 +24,7 @@ __all__ = [
     "PromptLookupDraft",
     "SamplingParams",
     "SpeculativeResult",
+    "block_verify",
     "generate",
     "load_model",
     "load_tokenizer",

@@ -20,7 +20,7 @@ from specdec.generation import generate
 from specdec.harness import predict_from_rounds
 from specdec.models import load_model, load_tokenizer
 from specdec.pipeline import SamplingParams
-from specdec.speculative import AUTO_MAX_GAMMA, SpeculativeResult, speculative_generate
+from specdec.speculative import AUTO_MAX_GAMMA, VERIFY_RULES, SpeculativeResult, speculative_generate
 from specdec.threads import describe_machine, generation_threads
 from specdec.timing import cost_ratios, time_scoring
 
@@ -59,6 +59,13 @@ def parse_arguments(argv: list[str] | None) -> tuple[argparse.Namespace, argpars
         default="auto",
         help=f'tokens the draft proposes per target call: a number, or "auto" (default): up to {AUTO_MAX_GAMMA}, '
         "fewer when the draft is unsure",
+    )
+    parser.add_argument(
+        "--verify",
+        choices=VERIFY_RULES,
+        default="token",
+        help='how sampled rounds are verified: "token" (default), one draft at a time (notebook 09), or "block", '
+        "the drafts judged together (notebook 11); both are exact, and greedy is the same either way",
     )
     parser.add_argument("--temperature", type=float, default=1.0, help="0 means greedy (default: 1)")
     parser.add_argument("--top-k", type=int, help="keep only the k most likely tokens (off unless given)")
@@ -156,7 +163,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def fast_run():
         return speculative_generate(
-            target, draft, prompt, args.max_new_tokens, params, args.gamma, np.random.default_rng(args.seed)
+            target,
+            draft,
+            prompt,
+            args.max_new_tokens,
+            params,
+            args.gamma,
+            np.random.default_rng(args.seed),
+            verify=args.verify,
         )
 
     plain, fast = plain_run(), fast_run()
@@ -164,7 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"prompt ({prompt.size} characters):\n{rule}\n{args.prompt}\n{rule}")
     print(f"plain decoding: {plain.tokens.size} tokens in {plain.target_calls} target calls")
     print(f"{rule}\n{tokenizer.decode(plain.tokens)}\n{rule}")
-    print(f"speculative decoding (gamma = {args.gamma}): {fast.tokens.size} tokens in {fast.target_calls} target calls")
+    print(
+        f"speculative decoding (gamma = {args.gamma}, {args.verify} verification): "
+        f"{fast.tokens.size} tokens in {fast.target_calls} target calls"
+    )
     print(f"{rule}\n{tokenizer.decode(fast.tokens)}\n{rule}")
     if params.greedy:
         same = np.array_equal(plain.tokens, fast.tokens)

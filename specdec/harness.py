@@ -24,7 +24,7 @@ import numpy as np
 from specdec.generation import GenerationResult, generate
 from specdec.logits import log_softmax
 from specdec.pipeline import SamplingParams, check_params, sampling_probs
-from specdec.speculative import SpeculativeResult, check_gamma, speculative_generate
+from specdec.speculative import SpeculativeResult, check_gamma, check_verify, speculative_generate
 from specdec.timing import blas_threads, cost_ratios, expected_tokens, predicted_speedup, time_scoring
 from specdec.topk import check_count
 
@@ -102,6 +102,7 @@ def side_by_side(
     gammas: Iterable[int | str] = (4,),
     seed: int = 0,
     repeats: int = 1,
+    verify: str = "token",
 ) -> list[dict]:
     """Plain `generate` against `speculative_generate` with the same target, on the same prompts.
 
@@ -111,25 +112,29 @@ def side_by_side(
     its fastest time (noise only ever adds time; the tokens are the same every time). One
     untimed warm-up run of each comes first. BLAS threads are what the generators use by
     default (specdec.threads). The seconds are the runs' own `seconds`, prompt
-    scoring included, as any user would pay it. A gamma may be "auto".
+    scoring included, as any user would pay it. A gamma may be "auto"; `verify` is passed on to
+    speculative_generate ("token" or "block", notebook 11).
     Returns one dict per gamma (see `summarize` for the keys).
     """
     params = check_params(params)
     gammas = [check_gamma(gamma) for gamma in gammas]
     prompts = [np.asarray(prompt) for prompt in prompts]
     repeats = check_count(repeats, "repeats")
+    verify = check_verify(verify)
     if not prompts or not gammas:
         raise ValueError(f"need at least one prompt and one gamma, got {len(prompts)} prompts and gammas {gammas}")
 
     def run(kind: str, i: int, gamma: int):
         if kind == "plain":
             return generate(target, prompts[i], max_new_tokens, params, seed_for(seed, i))
-        return speculative_generate(target, draft, prompts[i], max_new_tokens, params, gamma, seed_for(seed, i))
+        return speculative_generate(
+            target, draft, prompts[i], max_new_tokens, params, gamma, seed_for(seed, i), verify=verify
+        )
 
     rows = []
     warm_up = seed_for(seed, len(prompts))  # a generator no timed run uses
     generate(target, prompts[0], min(max_new_tokens, 8), params, warm_up)
-    speculative_generate(target, draft, prompts[0], min(max_new_tokens, 8), params, gammas[0], warm_up)
+    speculative_generate(target, draft, prompts[0], min(max_new_tokens, 8), params, gammas[0], warm_up, verify=verify)
     for gamma in gammas:
         results = {"plain": [], "speculative": []}
         seconds = {"plain": [], "speculative": []}
@@ -284,7 +289,14 @@ class TimedModel:
 
 
 def round_breakdown(
-    target, draft, prompts: Sequence, max_new_tokens: int, params: SamplingParams, gamma: int, seed: int = 0
+    target,
+    draft,
+    prompts: Sequence,
+    max_new_tokens: int,
+    params: SamplingParams,
+    gamma: int,
+    seed: int = 0,
+    verify: str = "token",
 ) -> dict:
     """Where the time goes, in seconds per generated token, for plain and for speculative decoding.
 
@@ -293,6 +305,7 @@ def round_breakdown(
     whole prompt); "target", the target's other calls; "draft", the draft's calls; and
     "rest", everything else: sampling and drawing tokens (the draft's too), the verification,
     and the Python bookkeeping of the loop. Also returns the tokens and the target calls.
+    `verify` is passed on to speculative_generate.
     """
     parts = {kind: dict.fromkeys(("prompt", "target", "draft", "rest"), 0.0) for kind in ("plain", "speculative")}
     tokens = {"plain": 0, "speculative": 0}
@@ -304,8 +317,9 @@ def round_breakdown(
                 if kind == "plain":
                     result = generate(timed_target, prompt, max_new_tokens, params, seed_for(seed, i))
                 else:
+                    rng = seed_for(seed, i)
                     result = speculative_generate(
-                        timed_target, timed_draft, prompt, max_new_tokens, params, gamma, seed_for(seed, i)
+                        timed_target, timed_draft, prompt, max_new_tokens, params, gamma, rng, verify=verify
                     )
                 target_seconds = [seconds for _, seconds in timed_target.calls]
                 draft_seconds = sum(seconds for _, seconds in timed_draft.calls)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from specdec.block import block_verify_drawn
 from specdec.drawing import draw
 from specdec.generation import check_max_new_tokens, check_model, check_prompt, check_room, check_sampling_rng
 from specdec.pipeline import SamplingParams, check_params, sampling_probs
@@ -51,7 +52,7 @@ def propose(
     return drafts, (np.array(q_rows) if q_rows else None)
 
 
-def verify(
+def verify_round(
     target: LanguageModel,
     state: DecodingState,
     sequence: list[int],
@@ -59,11 +60,14 @@ def verify(
     q: np.ndarray | None,
     params: SamplingParams,
     rng: np.random.Generator | None,
+    rule: str = "token",
 ) -> tuple[list[int], int]:
     """The target's turn: score the unread end of `sequence` and all drafts in ONE call, then accept.
 
     Returns (emitted tokens, n accepted): the accepted drafts and one token of the target's, the
-    correction at the first rejection or the bonus token after a full accept.
+    correction at the first rejection or the bonus token after a full accept. A sampled round is
+    verified by `rule`: "token" (notebook 09, one draft at a time) or "block" (notebook 11, the
+    drafts judged together); a greedy round keeps the matching drafts either way.
     """
     g = len(drafts)
     logits = target.score(sequence[state.length :] + drafts, state)[-(g + 1) :]  # (g + 1, V) one call
@@ -74,7 +78,8 @@ def verify(
     p = sampling_probs(logits, params)  # (g + 1, V)
     if g == 0:  # an ordinary decoding step
         return [int(draw(p[0], rng))], 0
-    emitted, n = verify_drawn(np.array(drafts), q, p, rng)
+    verifier = block_verify_drawn if rule == "block" else verify_drawn
+    emitted, n = verifier(np.array(drafts), q, p, rng)
     return emitted.tolist(), n
 
 
@@ -143,6 +148,16 @@ def check_gamma(gamma) -> int | str:
         raise type(error)(message) from None
 
 
+VERIFY_RULES = ("token", "block")  # how a sampled round is verified: notebook 09's rule, or notebook 11's
+
+
+def check_verify(verify) -> str:
+    """verify names a verification rule: "token" or "block"."""
+    if not isinstance(verify, str) or verify not in VERIFY_RULES:
+        raise ValueError(f'verify must be "token" or "block", got {verify!r}')
+    return verify
+
+
 def speculative_generate(
     target: LanguageModel,
     draft: LanguageModel,
@@ -152,16 +167,19 @@ def speculative_generate(
     gamma: int | str = "auto",
     rng: np.random.Generator | None = None,
     end_token: int | None = None,
+    verify: str = "token",
 ) -> SpeculativeResult:
     """Generate like `generate(target, ...)` does, in law (and token for token when greedy), faster.
 
     Each round: `propose` draws gamma drafts from the draft's filtered distribution q;
-    `verify` has the target score the token it has not read plus all drafts in ONE call and
+    `verify_round` has the target score the token it has not read plus all drafts in ONE call and
     keeps an accepted prefix and one more token; both decoding states roll back to what was
     kept. The models are never changed (target and draft may be the same object). With an
     end token, the statistics still count drafts accepted after it in its round (the tokens
     do not). Temperature 0 accepts a draft token iff it is the target's argmax and needs no rng.
     gamma="auto" drafts up to AUTO_MAX_GAMMA tokens and stops when the draft is unsure (`propose`).
+    verify="block" verifies each sampled round as a whole (notebook 11): exact too, and never fewer
+    tokens per call on average; greedy rounds are the same either way.
     """
     target, draft = check_model(target, "target"), check_model(draft, "draft")
     if target.vocab_size != draft.vocab_size:
@@ -174,6 +192,7 @@ def speculative_generate(
     gamma = check_gamma(gamma)
     rng = check_sampling_rng(rng, params)
     end_token = check_optional_token(end_token, "end_token", target.vocab_size)
+    rule = check_verify(verify)
     check_room(target, prompt.size, max_new_tokens)
     check_room(draft, prompt.size, max_new_tokens)
     most, confidence = (AUTO_MAX_GAMMA, AUTO_MIN_CONFIDENCE) if gamma == "auto" else (gamma, 0.0)
@@ -185,7 +204,7 @@ def speculative_generate(
         while len(sequence) - prompt.size < max_new_tokens:
             g = min(most, max_new_tokens - (len(sequence) - prompt.size) - 1)  # never draft past the end
             drafts, q = propose(draft, draft_state, sequence, g, params, rng, confidence) if g > 0 else ([], None)
-            emitted, n = verify(target, target_state, sequence, drafts, q, params, rng)
+            emitted, n = verify_round(target, target_state, sequence, drafts, q, params, rng, rule)
             stats.record_round(len(drafts), n)
             kept = len(sequence) + n  # tokens both states may keep: the sequence and the accepted drafts
             target_state.rollback(kept)

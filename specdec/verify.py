@@ -22,18 +22,12 @@ def verify_drawn(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, rng: np.rando
     return np.append(tokens[:n], last).astype(np.int64), n
 
 
-def speculative_verify(draft_tokens, draft_probs, target_probs, rng: np.random.Generator):
-    """Accept a prefix of the drafted tokens so that the output follows the target exactly.
+def check_round(draft_tokens, draft_probs, target_probs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checks of a verification round: (tokens int64 (gamma,), q (gamma, V), p (gamma + 1, V)), float64.
 
-    draft_tokens (gamma,): the drafted tokens; draft_probs (gamma, V): the distributions q they
-    were drawn from; target_probs (gamma + 1, V): the target's distributions p at the same
-    positions plus one more. Token i is accepted iff u_i < p_i(x_i) / q_i(x_i) with a fresh
-    uniform u_i (so with probability min(1, p/q); p(x) = 0 always rejects). At the first
-    rejection one token is drawn from residual_distribution(p_i, q_i) and verification stops;
-    if all gamma are accepted, a bonus token is drawn from p_(gamma+1).
-    Returns (emitted tokens, int64 of length n_accepted + 1, n_accepted).
+    Each message names the argument and what it must be: one row of q per draft, one more row of p,
+    integer ids inside the vocabulary, each drafted token possible under the row it was drawn from.
     """
-    check_rng(rng)
     q = check_probs(draft_probs, "draft_probs")
     p = check_probs(target_probs, "target_probs")
     tokens = np.asarray(draft_tokens)
@@ -57,7 +51,23 @@ def speculative_verify(draft_tokens, draft_probs, target_probs, rng: np.random.G
         raise ValueError(
             f"draft token {i} ({tokens[i]}) has probability 0 under draft_probs row {i}: not drawn from it"
         )
-    return verify_drawn(tokens.astype(np.int64), q, p, rng)
+    return tokens.astype(np.int64), q, p
+
+
+def speculative_verify(draft_tokens, draft_probs, target_probs, rng: np.random.Generator):
+    """Accept a prefix of the drafted tokens so that the output follows the target exactly.
+
+    draft_tokens (gamma,): the drafted tokens; draft_probs (gamma, V): the distributions q they
+    were drawn from; target_probs (gamma + 1, V): the target's distributions p at the same
+    positions plus one more. Token i is accepted iff u_i < p_i(x_i) / q_i(x_i) with a fresh
+    uniform u_i (so with probability min(1, p/q); p(x) = 0 always rejects). At the first
+    rejection one token is drawn from residual_distribution(p_i, q_i) and verification stops;
+    if all gamma are accepted, a bonus token is drawn from p_(gamma+1).
+    Returns (emitted tokens, int64 of length n_accepted + 1, n_accepted).
+    """
+    check_rng(rng)
+    tokens, q, p = check_round(draft_tokens, draft_probs, target_probs)
+    return verify_drawn(tokens, q, p, rng)
 
 
 def residual_distribution(p, q) -> np.ndarray:

@@ -37,6 +37,21 @@ def test_bench_speculative_checks_the_targets_at_the_defaults():
     assert re.search(r"^  T=1 +tokens per call \d\.\d\d \(target 3\.0: (met|MISSED)\)", out, re.MULTILINE)
 
 
+def test_bench_speculative_runs_with_block_verification():
+    out = run("bench_speculative.py", "--gammas", "3", "--prompts", "2", "--repeats", "1", "--verify", "block").stdout
+    assert "block verification" in out and "greedy outputs identical to plain decoding: True" in out
+
+
+def test_bench_block_prints_both_rules_side_by_side_for_every_setting_and_gamma():
+    out = run("bench_block.py", "--gammas", "2", "auto", "--prompts", "2", "--max-new-tokens", "24").stdout
+    assert MACHINE.search(out)
+    assert "greedy: token and block verification both give plain greedy's text" in out
+    for setting in ("T=1", "T=1, top-p 0.9", "T=0.7, top-k 20"):
+        for gamma in ("2", "auto"):
+            row = rf"^{re.escape(setting)} +{gamma} +\d\.\d{{3}} +\d\.\d{{3}} +\d\.\d{{3}} +\d+\.\d\dx +\d+\.\d\dx"
+            assert re.search(row, out, re.MULTILINE), (setting, gamma)
+
+
 def test_bench_auto_threshold_prints_a_row_per_threshold_and_gamma():
     out = run("bench_auto_threshold.py", "--thresholds", "0.15", "0", "--gammas", "4", "--prompts", "2").stdout
     assert MACHINE.search(out)

@@ -32,6 +32,7 @@ EXPLORERS = {
     "08": ["Dropdown('prompt')", "IntSlider('γ')", "IntSlider('round')", "Button('next ▶')"],
     "09": ["BoundedIntText('seed')", "IntSlider('round')"],
     "10": ["explore("],
+    "11": ["explore_two_tokens("],
 }
 SHOWN_ERRORS = 3
 

@@ -41,7 +41,10 @@ def test_every_notebook_states_its_core_and_optional_time(number):
 def quoted_totals() -> dict[str, int]:
     half = course_stats.totals(STATS, course_stats.HALF_DAY, "core_minutes")
     full = course_stats.totals(STATS, course_stats.HALF_DAY + course_stats.SECOND_HALF, "core_minutes")
-    return {"00-05": half, "00-10": full}
+    extended = course_stats.totals(
+        STATS, course_stats.HALF_DAY + course_stats.SECOND_HALF + course_stats.EXTENSION, "core_minutes"
+    )
+    return {"00-05": half, "00-10": full, "00-11": extended}
 
 
 def markdown_of_notebook(path: Path) -> str:

@@ -20,7 +20,12 @@ def test_greedy_demo_prints_both_texts_identical_and_the_figures(capsys):
 def test_sampling_demo_runs_with_filters_and_automatic_gamma(capsys):
     assert main(["--max-new-tokens", "20", "--pairs", "5", "--top-k", "20", "--top-p", "0.9", "--seed", "3"]) == 0
     out = capsys.readouterr().out
-    assert "their distribution is the same" in out and "gamma = auto" in out
+    assert "their distribution is the same" in out and "gamma = auto, token verification" in out
+
+
+def test_block_verification_is_one_option_away(capsys):
+    assert main(["--max-new-tokens", "24", "--pairs", "5", "--gamma", "4", "--verify", "block"]) == 0
+    assert "gamma = 4, block verification" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -36,6 +41,7 @@ def test_sampling_demo_runs_with_filters_and_automatic_gamma(capsys):
         (["--gamma", "many"], "--gamma: must be \"auto\" or a whole number >= 1, got 'many'"),
         (["--pairs", "2"], "--pairs must be at least 5"),
         (["--prompt", ""], "--prompt must not be empty"),
+        (["--verify", "tree"], "--verify: invalid choice: 'tree' (choose from"),
     ],
 )
 def test_bad_options_are_refused_in_the_command_lines_terms(capsys, argv, message):

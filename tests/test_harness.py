@@ -146,6 +146,21 @@ def test_side_by_side_runs_what_it_says(tiny_pair):
         assert row["speculative"][i].accepted_per_round == spec.accepted_per_round
 
 
+@pytest.mark.parametrize("verify", ["token", "block"])
+def test_side_by_side_and_round_breakdown_pass_the_verification_rule_on(tiny_pair, verify):
+    target, draft = tiny_pair
+    row = side_by_side(target, draft, PROMPTS, 15, T1, gammas=[3], seed=4, verify=verify)[0]
+    split = round_breakdown(target, draft, PROMPTS, 15, T1, 3, seed=4, verify=verify)
+    spec_tokens = 0
+    for i, prompt in enumerate(PROMPTS):
+        spec = speculative_generate(target, draft, prompt, 15, T1, 3, seed_for(4, i), verify=verify)
+        np.testing.assert_array_equal(row["speculative"][i].tokens, spec.tokens)
+        spec_tokens += spec.tokens.size
+    assert split["tokens"]["speculative"] == spec_tokens
+    with pytest.raises(ValueError, match='verify must be "token" or "block"'):
+        side_by_side(target, draft, PROMPTS, 10, T1, verify="tree")
+
+
 def test_side_by_side_greedy_outputs_are_identical(tiny_pair):
     target, draft = tiny_pair
     rows = side_by_side(target, draft, PROMPTS, 20, GREEDY, gammas=[1, 4])

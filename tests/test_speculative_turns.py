@@ -11,7 +11,7 @@ import pytest
 import specdec
 import specdec.speculative as speculative
 from specdec import SamplingParams
-from specdec.speculative import propose, verify
+from specdec.speculative import propose, verify_round
 
 
 class Constant:
@@ -98,14 +98,16 @@ def test_the_acceptance_rate_is_the_one_of_the_filtered_q():
 def test_verify_greedy_accepts_the_matching_prefix_and_adds_the_target_token():
     target = Constant(TARGET_ROW, "target")  # argmax 1 everywhere
     state = target.start()
-    emitted, n = verify(target, state, [3, 4], [1, 1, 0, 1], None, SamplingParams(0), None)
+    emitted, n = verify_round(target, state, [3, 4], [1, 1, 0, 1], None, SamplingParams(0), None)
     assert (emitted, n) == ([1, 1, 1], 2)
     assert state.length == 2 + 4  # read the unread sequence and every draft, in one call
 
 
 def test_verify_with_no_drafts_is_one_ordinary_step():
     target = Constant(np.log([0.0001, 0.9999, 1e-12]), "target")
-    emitted, n = verify(target, target.start(), [0], [], None, SamplingParams(1.0, top_k=1), np.random.default_rng(0))
+    emitted, n = verify_round(
+        target, target.start(), [0], [], None, SamplingParams(1.0, top_k=1), np.random.default_rng(0)
+    )
     assert (emitted, n) == ([1], 0)
 
 

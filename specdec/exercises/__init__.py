@@ -6,7 +6,8 @@ function, runs it on a fixed list of cases, prints "✓ ..." when every case is 
 so tests can assert that the reference solutions pass and deliberately wrong answers fail.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -68,3 +69,31 @@ def check_property(name: str, fn: Callable, cases: Iterable[tuple], prop: Callab
         if error is not None:
             return verdict(name, error, len(cases))
     return verdict(name, None, len(cases))
+
+
+def refusal(name: str, used: list[str]) -> Callable:
+    """A stand-in for the reference `name`: it records the call in `used`, then refuses it."""
+
+    def refuse(*args, **kwargs):
+        used.append(name)
+        raise RuntimeError(f"{name} is the reference this exercise asks you to write yourself")
+
+    return refuse
+
+
+@contextmanager
+def refusing_in(spaces: list[dict], names: Iterable[str]) -> Iterator[list[str]]:
+    """While a checker runs, each of `names` found in a namespace of `spaces` is a `refusal`, then restored.
+
+    spaces: module dictionaries (vars(module)) and the learner's function's own globals (the
+    notebook's). Yields the list of the names the learner's code called (empty: it delegated nothing).
+    """
+    used: list[str] = []
+    saved = [(space, name, space[name]) for space in spaces for name in names if name in space]
+    for space, name, _ in saved:
+        space[name] = refusal(name, used)
+    try:
+        yield used
+    finally:
+        for space, name, value in saved:
+            space[name] = value

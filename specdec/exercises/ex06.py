@@ -319,7 +319,7 @@ def check_generate_tokens(fn) -> bool:
             elif got_list is not None and len(got_list) < len(expected) and got_list and got_list[-1] == 0:
                 note = ": it stops after token 0, but this exercise has no end token; return max_new_tokens tokens"
             elif got_list is not None and len(got_list) != len(expected):
-                note = f": {len(got_list)} tokens where max_new_tokens is {n_new}"
+                note = f": {len(got_list)} token{'' if len(got_list) == 1 else 's'} where max_new_tokens is {n_new}"
             return verdict(
                 name, f"for {where}: expected the tokens {expected}{draw}, got {show(got)}{note}", len(cases)
             )

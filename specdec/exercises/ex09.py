@@ -28,14 +28,13 @@ optional 2 the acceptance test, 3 the residual distribution, 4 spot the bug (the
 import math
 import operator
 import warnings
-from contextlib import contextmanager
 
 import numpy as np
 
 import specdec
 from specdec import speculative, verify
 from specdec.drawing import chi_square_test
-from specdec.exercises import call, show, verdict
+from specdec.exercises import call, refusing_in, show, verdict
 from specdec.verify import residual_distribution
 
 JUST_BELOW_ONE = float(np.nextafter(1.0, 0.0))  # the largest value rng.random() can return
@@ -112,31 +111,13 @@ def compare_rows(got, expected: np.ndarray) -> tuple[tuple, str] | None:
     return row, f"expected {precise(expected[row])}, got {precise(got[row])}"
 
 
-@contextmanager
 def refusing(fn, names: tuple[str, ...]):
     """While checking fn, `names` (specdec's references for the exercise) are stand-ins that record their use.
 
     They are replaced in specdec, specdec.verify, specdec.speculative and fn's own namespace (the
     notebook's), then restored. Yields the list of the names fn called.
     """
-    used: list[str] = []
-    spaces = [vars(specdec), vars(verify), vars(speculative), getattr(fn, "__globals__", {})]
-    saved = [(space, name, space[name]) for space in spaces for name in names if name in space]
-
-    def stand_in(name):
-        def refuse(*args, **kwargs):
-            used.append(name)
-            raise RuntimeError(f"{name} is the reference this exercise asks you to write yourself")
-
-        return refuse
-
-    for space, name, _ in saved:
-        space[name] = stand_in(name)
-    try:
-        yield used
-    finally:
-        for space, name, value in saved:
-            space[name] = value
+    return refusing_in([vars(specdec), vars(verify), vars(speculative), getattr(fn, "__globals__", {})], names)
 
 
 def delegation(used: list[str]) -> str:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from specdec import harness
-from specdec.exercises import call, show, verdict
+from specdec.exercises import call, refusal, refusing_in, show, verdict
 from specdec.speculative import SpeculativeResult
 
 # A CPU-like measurement of f(n) (the shape notebooks 07 and 10 measure).
@@ -33,28 +33,14 @@ def refusing(fn, names: tuple[str, ...], alpha_property: bool = False):
     They are replaced in specdec.harness and in fn's own namespace (the notebook's), then
     restored. Yields the list of what fn used (empty when it delegated to nothing).
     """
-    used: list[str] = []
-    spaces = [vars(harness), getattr(fn, "__globals__", {})]
-    saved = [(space, name, space[name]) for space in spaces for name in names if name in space]
-
-    def stand_in(name):
-        def refuse(*args, **kwargs):
-            used.append(name)
-            raise RuntimeError(f"{name} is the reference this exercise asks you to write yourself")
-
-        return refuse
-
-    for space, name, _ in saved:
-        space[name] = stand_in(name)
     alpha = SpeculativeResult.__dict__["alpha"]
-    if alpha_property:
-        SpeculativeResult.alpha = property(lambda result: stand_in("SpeculativeResult.alpha")())
-    try:
-        yield used
-    finally:
-        for space, name, value in saved:
-            space[name] = value
-        SpeculativeResult.alpha = alpha
+    with refusing_in([vars(harness), getattr(fn, "__globals__", {})], names) as used:
+        if alpha_property:
+            SpeculativeResult.alpha = property(lambda result: refusal("SpeculativeResult.alpha", used)())
+        try:
+            yield used
+        finally:
+            SpeculativeResult.alpha = alpha
 
 
 def delegation(used: list[str], what: str) -> str:

@@ -1,7 +1,7 @@
 """Retries that keep speculative decoding exact.
 
 In `speculative_generate` every random draw happens after the target's `score` call has
-returned (the drafts in `propose`, the uniforms and the residual or bonus draw in `verify`).
+returned (the drafts in `propose`, the uniforms and the residual or bonus draw in `verify_round`).
 So a `score` call that raises has consumed no randomness, and retrying *that call* with the
 same tokens cannot change the output, provided the retry starts from the state the failed
 call started from: a call may fail after writing part of the cache, so every attempt first
@@ -27,7 +27,7 @@ from tenacity.wait import wait_base
 from specdec.pipeline import SamplingParams
 from specdec.protocol import LanguageModel
 from specdec.serving.faults import TransientError
-from specdec.speculative import SpeculativeResult, propose, verify
+from specdec.speculative import SpeculativeResult, propose, verify_round
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (TransientError, TimeoutError, ConnectionError, MemoryError)
 
@@ -190,7 +190,7 @@ def redrawing_speculative_generate(
         for _ in range(attempts):
             drafts, q = propose(draft, draft_state, sequence, g, params, rng) if g > 0 else ([], None)
             try:
-                emitted, n = verify(target, target_state, sequence, drafts, q, params, rng)
+                emitted, n = verify_round(target, target_state, sequence, drafts, q, params, rng)
                 break
             except TRANSIENT_ERRORS:
                 target_state.rollback(min(t_length, target_state.length))

@@ -28,6 +28,7 @@ ALLOWED = {
     "top_p": "a number in (0, 1] (1 means no top-p)",
     "min_p": "a number in [0, 1] (0 means no min-p)",
     "gamma": f"an integer in [1, {MAX_GAMMA}]",
+    "verify": '"token" (one draft at a time, notebook 09) or "block" (the drafts judged together, notebook 11)',
     "seed": f"an integer in [0, {MAX_SEED}], or null for a fresh seed (the response says which)",
 }
 DEFAULTS = {
@@ -37,6 +38,7 @@ DEFAULTS = {
     "top_p": 1.0,
     "min_p": 0.0,
     "gamma": 4,
+    "verify": "token",
     "seed": None,
 }
 
@@ -64,6 +66,7 @@ class Request:
     params: specdec.SamplingParams
     gamma: int
     seed: int
+    verify: str = "token"
 
 
 def _refuse_constant(name: str):
@@ -141,6 +144,12 @@ class GenerationService:
                 f"an integer in [1, {self.max_context - len(tokens) + 1}] for this prompt",
             )
         gamma = _integer(body, "gamma", 1, MAX_GAMMA, self.allowed["gamma"])
+        if body["verify"] not in ("token", "block"):  # JSON strings only: a list or number is not a rule either
+            raise BadRequest(
+                f"verify must be {self.allowed['verify']}, got {json.dumps(body['verify'])[:40]}",
+                "verify",
+                self.allowed["verify"],
+            )
         seed = body["seed"]
         if seed is None:
             with self._lock:
@@ -165,7 +174,7 @@ class GenerationService:
             except (TypeError, ValueError) as error:
                 raise BadRequest(str(error), field, self.allowed[field]) from None
         params = specdec.SamplingParams(body["temperature"], body["top_k"], body["top_p"], body["min_p"])
-        return Request(tokens, max_new, params, gamma, seed)
+        return Request(tokens, max_new, params, gamma, seed, body["verify"])
 
     def generate(self, request: Request) -> dict:
         """Run one request (TargetUnavailable if the target kept failing); the response body."""
@@ -187,12 +196,14 @@ class GenerationService:
             request.gamma,
             np.random.default_rng(request.seed),
             end_token=END,
+            verify=request.verify,
         )
         metrics.record_generation(result, clock.rounds)
         return {
             "text": self.tokenizer.decode(result.tokens),
             "tokens": result.tokens.tolist(),
             "seed": request.seed,
+            "verify": request.verify,
             "new_tokens": int(result.tokens.size),
             "target_calls": result.target_calls,
             "draft_calls": result.draft_calls,

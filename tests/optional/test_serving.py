@@ -144,6 +144,8 @@ BAD_REQUESTS = [
     ({"prompt": "x", "min_p": 2}, "min_p", "[0, 1]"),
     ({"prompt": "x", "gamma": 0}, "gamma", "[1, 16]"),
     ({"prompt": "x", "gamma": 17}, "gamma", "[1, 16]"),
+    ({"prompt": "x", "verify": "tree"}, "verify", '"token"'),
+    ({"prompt": "x", "verify": ["block"]}, "verify", '"block"'),
     ({"prompt": "x", "max_new_tokens": 0}, "max_new_tokens", "[1, 256]"),
     ({"prompt": "x", "max_new_tokens": "10"}, "max_new_tokens", "[1, 256]"),
     ({"prompt": "x" * 250, "max_new_tokens": 10}, "max_new_tokens", "[1, 7]"),
@@ -230,6 +232,11 @@ def test_the_same_seed_gives_the_same_text_as_the_library(server):
     assert answer["tokens"] == reference.tokens.tolist() and answer["text"] == TOKENIZER.decode(reference.tokens)
     _, unseeded = post_json(server.url, "/generate", body)
     assert post_json(server.url, "/generate", {**body, "seed": unseeded["seed"]})[1]["tokens"] == unseeded["tokens"]
+    status, answer = post_json(server.url, "/generate", {**body, "seed": 11, "verify": "block"})
+    block = specdec.speculative_generate(
+        TARGET, DRAFT, PROMPT, 60, params, 3, np.random.default_rng(11), end_token=0, verify="block"
+    )
+    assert status == 200 and answer["verify"] == "block" and answer["tokens"] == block.tokens.tolist()
 
 
 def test_metrics_parse_and_the_counters_equal_the_generated_statistics():
