@@ -43,11 +43,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "training"))  # training/ is not a package
 sys.path.insert(0, str(ROOT))  # run from anywhere without installing specdec
 
+import numpy as np  # noqa: E402
 from corpus import load_corpus  # noqa: E402
 
 import specdec  # noqa: E402
 from specdec import SamplingParams  # noqa: E402
 from specdec.harness import (  # noqa: E402
+    LOOP_FRACTION,
     draft_step_seconds,
     gap_factors,
     heldout_prompts,
@@ -195,6 +197,12 @@ def main() -> None:
         )
         if name == "greedy":
             print(f"{'':16} greedy outputs identical to plain decoding: {all(r['identical_outputs'] for r in rows)}")
+        row = best[name]  # how much of it is repetition: outputs with most of their 9-token windows seen before
+        print(
+            f"{'':16} at gamma {row['gamma']}: {row['looping']} of {len(row['repeated'])} outputs loop "
+            f"(repeated fraction > {LOOP_FRACTION}; median {np.median(row['repeated']):.2f}); the others: "
+            f"tokens per call {row['tokens_per_call_not_looping']:.2f}, speed-up {row['speedup_not_looping']:.2f}x"
+        )
 
     print()
     print("Where the time goes at the best gamma (µs per generated token; one run per prompt):")
@@ -234,6 +242,10 @@ def main() -> None:
             f"(target {speed_target}x: {'met' if row['speedup'] >= speed_target else 'MISSED'}); "
             f"{gap:+.1%} from the prediction ({'within' if abs(gap) <= 0.15 else 'NOT within'} 15%); "
             f"plain decoding {row['plain_tokens_per_second']:.0f} tokens/s"
+        )
+        print(
+            f"  {'':6} without the {row['looping']} of {len(row['repeated'])} outputs that loop: tokens per call "
+            f"{row['tokens_per_call_not_looping']:.2f}, speed-up {row['speedup_not_looping']:.2f}x"
         )
     within = [abs(row["gap"]) <= 0.15 for rows in results.values() for row in rows]
     print(f"  measured within 15% of predicted: {sum(within)} of {len(within)} rows")

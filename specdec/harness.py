@@ -148,6 +148,24 @@ def side_by_side(
     return rows
 
 
+LOOP_FRACTION = 0.5  # an output "loops" when more than half of its 9-token windows already occurred in it
+
+
+def repeated_fraction(tokens, n: int = 8) -> float:
+    """Share of the output's (n + 1)-token windows that already occurred earlier in the same output.
+
+    0 for text that never repeats n + 1 tokens; near 1 for a loop ("the other of the other of ..."),
+    which a draft that has seen the loop predicts perfectly, so that tokens per call then partly
+    measure repetition. NaN for an output shorter than n + 1 tokens.
+    """
+    tokens = np.asarray(tokens, dtype=np.int64)  # (L,)
+    if tokens.size < n + 1:
+        return math.nan
+    windows = np.lib.stride_tricks.sliding_window_view(tokens, n + 1)  # (L - n, n + 1)
+    distinct = np.unique(windows, axis=0).shape[0]  # each distinct window's first occurrence is not a repeat
+    return (windows.shape[0] - distinct) / windows.shape[0]
+
+
 def summarize(
     gamma: int, plain: list[GenerationResult], speculative: list[SpeculativeResult], seconds: dict | None = None
 ) -> dict:
@@ -159,7 +177,10 @@ def summarize(
     tokens_per_call, tokens_per_full_round (the mean over rounds that drafted all gamma
     tokens), drafted, tested, accepted, alpha (pooled), acceptance_rate (accepted / drafted),
     by_position, identical_outputs (plain and speculative gave the same tokens for every
-    prompt, as greedy must), and the runs themselves: plain, speculative.
+    prompt, as greedy must), repeated (each speculative output's `repeated_fraction`),
+    looping (how many exceed LOOP_FRACTION), tokens_per_call_not_looping and
+    speedup_not_looping (the same figures over the other runs only; NaN if there are none),
+    and the runs themselves: plain, speculative.
     """
     if seconds is None:
         seconds = {"plain": [r.seconds for r in plain], "speculative": [r.seconds for r in speculative]}
@@ -175,6 +196,12 @@ def summarize(
         for n, g in zip(result.accepted_per_round, result.drafted_per_round, strict=True)
         if g == gamma
     ]
+    repeated = [repeated_fraction(result.tokens) for result in speculative]
+    fresh = [i for i, fraction in enumerate(repeated) if not fraction > LOOP_FRACTION]  # runs that do not loop
+    fresh_tokens = sum(speculative[i].tokens.size for i in fresh)
+    fresh_plain_tokens = sum(plain[i].tokens.size for i in fresh)
+    fresh_calls = sum(speculative[i].target_calls for i in fresh)
+    fresh_seconds = sum(seconds["speculative"][i] for i in fresh), sum(seconds["plain"][i] for i in fresh)
     return {
         "gamma": gamma,
         "tokens": tokens,
@@ -193,6 +220,12 @@ def summarize(
         "acceptance_rate": int(accepted.sum()) / drafted if drafted else math.nan,
         "by_position": acceptance_by_position(speculative),
         "identical_outputs": all(np.array_equal(a.tokens, b.tokens) for a, b in zip(plain, speculative, strict=True)),
+        "repeated": repeated,
+        "looping": len(speculative) - len(fresh),
+        "tokens_per_call_not_looping": fresh_tokens / fresh_calls if fresh_calls else math.nan,
+        "speedup_not_looping": (
+            (fresh_tokens / fresh_seconds[0]) / (fresh_plain_tokens / fresh_seconds[1]) if fresh else math.nan
+        ),
         "plain": plain,
         "speculative": speculative,
     }

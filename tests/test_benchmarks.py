@@ -35,6 +35,8 @@ def test_bench_speculative_checks_the_targets_at_the_defaults():
     assert MACHINE.search(out)
     assert "greedy outputs identical to plain decoding: True" in out
     assert re.search(r"^  T=1 +tokens per call \d\.\d\d \(target 3\.0: (met|MISSED)\)", out, re.MULTILINE)
+    assert re.search(r"at gamma \S+: \d of 2 outputs loop \(repeated fraction > 0\.5; median \d\.\d\d\)", out)
+    assert re.search(r"^ +without the \d of 2 outputs that loop: tokens per call (\d\.\d\d|nan)", out, re.MULTILINE)
 
 
 def test_bench_speculative_runs_with_block_verification():

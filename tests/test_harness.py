@@ -24,6 +24,7 @@ from specdec.harness import (
     measure_costs,
     pooled_alpha,
     predict,
+    repeated_fraction,
     round_breakdown,
     seed_for,
     side_by_side,
@@ -193,6 +194,34 @@ def test_summarize_with_given_seconds():
     assert row["speedup"] == pytest.approx(2.0)
     assert row["tokens_per_full_round"] == pytest.approx((3 + 2 + 3 + 3) / 4)
     assert row["alpha"] == pytest.approx(7 / 8)
+
+
+def test_repeated_fraction_by_hand():
+    assert repeated_fraction(np.arange(40)) == 0.0  # nothing repeats
+    # a period-3 loop of 30 tokens: 22 windows of 9 tokens, only the first 3 are new
+    assert repeated_fraction([1, 2, 3] * 10) == pytest.approx(19 / 22)
+    assert repeated_fraction([5] * 20) == pytest.approx(11 / 12)  # one window, repeated 11 times
+    # n counts the tokens before: with n = 2, "ab c" and "ab d" are different windows
+    assert repeated_fraction([0, 1, 2, 0, 1, 3], n=2) == 0.0
+    assert repeated_fraction([0, 1, 2, 0, 1, 2], n=2) == pytest.approx(1 / 4)
+    assert math.isnan(repeated_fraction([1, 2, 3]))  # shorter than one window
+
+
+def test_summarize_reports_the_looping_runs_and_the_figures_without_them():
+    loop, fresh = np.array([7, 8] * 20), np.arange(40)  # repeated fractions 30/32 and 0
+    plain = [generate_result(40, 0.4), generate_result(40, 0.8)]
+    spec = [rounds([4] * 8, [4] * 8), rounds([1] * 20, [4] * 20)]  # 8 and 20 target calls
+    spec[0].tokens, spec[1].tokens = loop, fresh
+    row = summarize(4, plain, spec, {"plain": [0.4, 0.8], "speculative": [0.1, 0.4]})
+    assert row["repeated"] == [pytest.approx(30 / 32), 0.0] and row["looping"] == 1
+    assert row["tokens_per_call"] == pytest.approx(80 / 28)
+    assert row["tokens_per_call_not_looping"] == pytest.approx(40 / 20)
+    assert row["speedup"] == pytest.approx((80 / 0.5) / (80 / 1.2))
+    assert row["speedup_not_looping"] == pytest.approx((40 / 0.4) / (40 / 0.8))
+    spec[1].tokens = loop.copy()  # every run loops: no figure without them
+    row = summarize(4, plain, spec, {"plain": [0.4, 0.8], "speculative": [0.1, 0.4]})
+    assert row["looping"] == 2 and math.isnan(row["tokens_per_call_not_looping"])
+    assert math.isnan(row["speedup_not_looping"])
 
 
 def generate_result(tokens: int, seconds: float):
