@@ -18,9 +18,9 @@ def my_block_weights(tokens, q, p):
     credit for the drafts after it). w drops to 0 for good at a draft the target forbids.
 
     h_i is the probability of keeping the prefix of length i when no longer one is kept. For
-    1 <= i < gamma it compares r_i, the weighted residual mass of the next row (the probability
+    1 <= i < gamma it compares R_i, the weighted residual mass of the next row (the probability
     the target still wants there beyond what the draft offers), with 1 - w_i, the part of the
-    prefix the target did not want: h_i = r_i / (r_i + 1 - w_i). The denominator is 0 only
+    prefix the target did not want: h_i = R_i / (R_i + 1 - w_i). The denominator is 0 only
     when w_i = 1 and the next rows agree (p[i] == q[i]): then the prefix is kept, h_i = 1.
     After the whole block there is no draft row left to compare with: h_gamma = w_gamma.
     h_0 is never used (the empty prefix is what is left) and is set to 1.
