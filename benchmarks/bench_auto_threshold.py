@@ -14,6 +14,7 @@ measured speed-up (this machine's: the CPU and BLAS kernel are printed first).
 
     python benchmarks/bench_auto_threshold.py                      # about 2 minutes on a 2-core machine
     python benchmarks/bench_auto_threshold.py --thresholds 0.15 0.03 --prompts 8   # a quick look
+    python benchmarks/bench_auto_threshold.py --verify block    # sampled rounds verified as a block (notebook 11)
 
 Needs only the course's environment; run it on an otherwise quiet machine. Differences of a few
 percent between rows are within the noise of one run: run it twice, or with another --seed.
@@ -38,7 +39,7 @@ import specdec  # noqa: E402
 import specdec.speculative  # noqa: E402
 from specdec import SamplingParams  # noqa: E402
 from specdec.harness import heldout_prompts, label, side_by_side  # noqa: E402
-from specdec.speculative import AUTO_MAX_GAMMA, AUTO_MIN_CONFIDENCE  # noqa: E402
+from specdec.speculative import AUTO_MAX_GAMMA, AUTO_MIN_CONFIDENCE, VERIFY_RULES  # noqa: E402
 from specdec.threads import describe_machine  # noqa: E402
 
 SETTINGS = [SamplingParams(temperature=0.0), SamplingParams(temperature=1.0)]
@@ -57,6 +58,9 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=32, help="held-out prompts (default 32)")
     parser.add_argument("--max-new-tokens", type=int, default=160, help="tokens generated per run (default 160)")
     parser.add_argument("--seed", type=int, default=1, help="prompt choice and sampling seeds (default 1)")
+    parser.add_argument(
+        "--verify", choices=VERIFY_RULES, default="token", help='verification of sampled rounds (default "token")'
+    )
     args = parser.parse_args()
     if any(not 0 <= threshold < 1 for threshold in args.thresholds):
         parser.error(f"--thresholds must be in [0, 1), got {args.thresholds}")
@@ -72,7 +76,7 @@ def main() -> None:
     prompts = heldout_prompts(load_corpus().heldout, args.prompts, 48, seed=args.seed)
     print(
         f"{len(prompts)} held-out prompts of 48 tokens (seed {args.seed}), {args.max_new_tokens} new tokens per run;"
-        f" AUTO_MAX_GAMMA {AUTO_MAX_GAMMA}, the library's threshold {AUTO_MIN_CONFIDENCE}"
+        f" AUTO_MAX_GAMMA {AUTO_MAX_GAMMA}, the library's threshold {AUTO_MIN_CONFIDENCE}; {args.verify} verification"
     )
     print()
     header = f"{'setting':8} {'rounds':>18} {'tok/call':>8} {'alpha':>6} {'drafts/round':>12} {'speed-up':>8}"
@@ -82,10 +86,14 @@ def main() -> None:
         rows = []
         for threshold in args.thresholds:
             with mock.patch.object(specdec.speculative, "AUTO_MIN_CONFIDENCE", threshold):
-                [row] = side_by_side(target, draft, prompts, args.max_new_tokens, params, ["auto"], seed=args.seed)
+                [row] = side_by_side(
+                    target, draft, prompts, args.max_new_tokens, params, ["auto"], seed=args.seed, verify=args.verify
+                )
             rows.append((f"auto, stop < {threshold:g}", row))
         for gamma in args.gammas:
-            [row] = side_by_side(target, draft, prompts, args.max_new_tokens, params, [gamma], seed=args.seed)
+            [row] = side_by_side(
+                target, draft, prompts, args.max_new_tokens, params, [gamma], seed=args.seed, verify=args.verify
+            )
             rows.append((f"gamma = {gamma}", row))
         for name, row in rows:
             print(

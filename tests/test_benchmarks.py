@@ -62,6 +62,12 @@ def test_bench_auto_threshold_prints_a_row_per_threshold_and_gamma():
             assert re.search(rf"^{re.escape(setting)} +{re.escape(rule)} +\d\.\d\d +0\.\d{{3}}", out, re.MULTILINE)
 
 
+def test_bench_auto_threshold_runs_with_block_verification():
+    out = run("bench_auto_threshold.py", "--thresholds", "0.15", "--gammas", "4", "--prompts", "2", "--verify", "block")
+    assert "block verification" in out.stdout
+    assert re.search(r"^T=1 +auto, stop < 0\.15 +\d\.\d\d", out.stdout, re.MULTILINE)
+
+
 @pytest.mark.parametrize("thresholds", [["1"], ["-0.1"]])
 def test_bench_auto_threshold_refuses_thresholds_outside_0_1(thresholds):
     done = run("bench_auto_threshold.py", "--thresholds", *thresholds, returncode=2)
