@@ -82,6 +82,24 @@ def refusal(name: str, used: list[str]) -> Callable:
 
 
 @contextmanager
+def replaced(slots: Iterable[tuple[dict, str, object]]) -> Iterator[None]:
+    """Each (namespace, key, stand-in) holds the stand-in while the block runs; the originals come back after.
+
+    The originals are read before anything is replaced, so a key listed twice is still restored to
+    what it held before the block.
+    """
+    slots = list(slots)
+    originals = [(space, key, space[key]) for space, key, _ in slots]
+    for space, key, stand_in in slots:
+        space[key] = stand_in
+    try:
+        yield
+    finally:
+        for space, key, value in originals:
+            space[key] = value
+
+
+@contextmanager
 def refusing_in(spaces: list[dict], names: Iterable[str]) -> Iterator[list[str]]:
     """While a checker runs, each of `names` found in a namespace of `spaces` is a `refusal`, then restored.
 
@@ -89,11 +107,5 @@ def refusing_in(spaces: list[dict], names: Iterable[str]) -> Iterator[list[str]]
     notebook's). Yields the list of the names the learner's code called (empty: it delegated nothing).
     """
     used: list[str] = []
-    saved = [(space, name, space[name]) for space in spaces for name in names if name in space]
-    for space, name, _ in saved:
-        space[name] = refusal(name, used)
-    try:
+    with replaced((space, name, refusal(name, used)) for space in spaces for name in names if name in space):
         yield used
-    finally:
-        for space, name, value in saved:
-            space[name] = value

@@ -16,7 +16,7 @@ import numpy as np
 
 import specdec
 import specdec.nucleus
-from specdec.exercises import call, show, verdict
+from specdec.exercises import call, replaced, show, verdict
 from specdec.nucleus import top_p_filter
 
 
@@ -44,13 +44,8 @@ def refusing(fn, names: tuple[str, ...], modules: tuple[ModuleType, ...]):
 
         return refuse
 
-    for space, key, name, _ in saved:
-        space[key] = refusal(name)
-    try:
+    with replaced((space, key, refusal(name)) for space, key, name, _ in saved):
         yield
-    finally:
-        for space, key, _, value in saved:
-            space[key] = value
 
 
 def precise(value) -> str:

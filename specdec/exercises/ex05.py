@@ -16,7 +16,7 @@ import numpy as np
 
 import specdec
 import specdec.pipeline
-from specdec.exercises import call, show, verdict
+from specdec.exercises import call, replaced, show, verdict
 from specdec.logits import softmax
 from specdec.nucleus import top_p_filter
 from specdec.pipeline import SamplingParams, min_p_filter, sampling_probs
@@ -45,14 +45,12 @@ def refusing(fn, names: tuple[str, ...], modules: tuple[ModuleType, ...], asked:
         for key, value in list(space.items()):
             if key in names or (aliases and callable(value) and any(value is target for target in targets)):
                 saved.append((space, key, value))
-    for space, key, value in saved:
-        name = key if key in names else getattr(value, "__name__", key)
-        space[key] = refusal(name, asked)
-    try:
+    stand_ins = (
+        (space, key, refusal(key if key in names else getattr(value, "__name__", key), asked))
+        for space, key, value in saved
+    )
+    with replaced(stand_ins):
         yield
-    finally:
-        for space, key, value in reversed(saved):
-            space[key] = value
 
 
 def refusal(name: str, asked: str):

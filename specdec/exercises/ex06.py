@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from specdec.exercises import show, verdict
+from specdec.exercises import replaced, show, verdict
 from specdec.protocol import TokenHistory
 
 NOT_ATTEMPTED = "not attempted yet: replace `raise NotImplementedError` with your code and run the cell again"
@@ -51,13 +51,8 @@ def refusing(fn, originals: dict[str, Callable], why: str):
 
         return refuse
 
-    for space, key, name, _ in saved:
-        space[key] = refusal(name)
-    try:
+    with replaced((space, key, refusal(name)) for space, key, name, _ in saved):
         yield
-    finally:
-        for space, key, _, value in saved:
-            space[key] = value
 
 
 def attempt(fn, args: tuple, where: str):

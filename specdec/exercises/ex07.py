@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import numpy as np
 
 import specdec.timing
-from specdec.exercises import call, show, verdict
+from specdec.exercises import call, replaced, show, verdict
 from specdec.timing import expected_tokens, predicted_speedup
 
 LIMIT_S = 2.0  # per call of the learner's function; the reference answers take microseconds
@@ -141,13 +141,8 @@ def refusing_expected_tokens(fn):
     def refuse(*args, **kwargs):
         raise RuntimeError("it calls expected_tokens, the reference this exercise asks you to write yourself")
 
-    for space, key, _ in saved:
-        space[key] = refuse
-    try:
+    with replaced((space, key, refuse) for space, key, _ in saved):
         yield
-    finally:
-        for space, key, value in saved:
-            space[key] = value
 
 
 def check_tokens_per_call(fn) -> bool:
