@@ -12,11 +12,12 @@ ones), each pair repeated `--repeats` times keeping each run's fastest time
 (`specdec.harness.side_by_side`). Settings: greedy, T=1, and two filtered ones; gammas: fixed
 values and "auto".
 
-The prediction is notebook 07's cost model, E[tokens] / (gamma * c + f(gamma + 1)), with alpha
-measured in the same runs (for "auto", whose rounds differ, the same model summed over the rounds
-as they happened: `predict_from_rounds`), f(n) measured with `time_scoring` (after as many tokens as the middle
-of a run) and c = one whole draft step under the setting (scoring and drawing, notebook 07). c and
-f are measured before and after the runs; the table uses their mean and prints both.
+The prediction is notebook 07's cost model, E[tokens] / (gamma * c + f(gamma + 1)), for whole runs
+with the prompt counted once (`predict` with `prompt` and `new_tokens`; for "auto", whose rounds
+differ, the same model summed over the rounds as they happened: `predict_from_rounds`). Every input
+is measured inside the runs it predicts (notebook 10, section 6): alpha; the unit, one plain step;
+c, the draft's turn per drafted token; f(n), the target's turn of n tokens (its call, sampling its
+n rows, the verification); the prompt's first step. Each row prints its own.
 
 Then, for each setting at its best gamma, where the time goes (`round_breakdown`) and the three
 factors that make up measured / predicted (`gap_factors`). `--profile` adds a cProfile of the
@@ -50,7 +51,6 @@ import specdec  # noqa: E402
 from specdec import SamplingParams  # noqa: E402
 from specdec.harness import (  # noqa: E402
     LOOP_FRACTION,
-    draft_step_seconds,
     gap_factors,
     heldout_prompts,
     label,
@@ -60,9 +60,9 @@ from specdec.harness import (  # noqa: E402
     seed_for,
     side_by_side,
 )
-from specdec.speculative import AUTO_MAX_GAMMA, VERIFY_RULES  # noqa: E402
+from specdec.speculative import VERIFY_RULES  # noqa: E402
 from specdec.threads import describe_machine, generation_blas_threads, generation_threads  # noqa: E402
-from specdec.timing import cost_ratios, time_scoring  # noqa: E402
+from specdec.timing import f_dips  # noqa: E402
 
 SETTINGS = [
     SamplingParams(temperature=0.0),
@@ -70,27 +70,11 @@ SETTINGS = [
     SamplingParams(temperature=1.0, top_p=0.9),
     SamplingParams(temperature=0.7, top_k=20),
 ]
-TARGETS = {"greedy": (5.0, 2.5), "T=1": (3.0, 1.6)}  # at the library's defaults: tokens per target call, speed-up
+TARGETS = {"greedy": (5.0, 2.5), "T=1": (3.1, 1.75)}  # at the library's defaults: tokens per target call, speed-up
 
 
 def gamma_argument(text: str) -> int | str:
     return text if text == "auto" else int(text)
-
-
-def measure(target, draft, prompt, context: int, max_n: int) -> dict:
-    """The cost model's inputs: f(n) for n = 1..max_n, and c for every setting, with generation's BLAS setting."""
-    with generation_threads():
-        times = time_scoring(target, list(range(1, max_n + 1)), repeats=41, context=context)
-    c = {label(params): draft_step_seconds(draft, params, prompt) / times[1] for params in SETTINGS}
-    return {"unit": times[1], "f": cost_ratios(times), "c": c}
-
-
-def mean_costs(before: dict, after: dict) -> dict:
-    return {
-        "unit": (before["unit"] + after["unit"]) / 2,
-        "f": {n: (before["f"][n] + after["f"][n]) / 2 for n in before["f"]},
-        "c": {name: (before["c"][name] + after["c"][name]) / 2 for name in before["c"]},
-    }
 
 
 def main() -> None:
@@ -132,10 +116,6 @@ def main() -> None:
         f"{args.max_new_tokens} new tokens per run, repeats {args.repeats}, gammas {args.gammas}, "
         f"{args.verify} verification"
     )
-    context = args.prompt_length + args.max_new_tokens // 2  # the middle of a run
-    max_n = max(AUTO_MAX_GAMMA if gamma == "auto" else gamma for gamma in args.gammas) + 1
-    before = measure(target, draft, prompts[0], context, max_n)
-
     results = {}
     for params in SETTINGS:
         results[label(params)] = side_by_side(
@@ -150,19 +130,23 @@ def main() -> None:
             verify=args.verify,
         )
         print(f"  measured {label(params)} ({time.perf_counter() - started:.0f} s)", flush=True)
-    after = measure(target, draft, prompts[0], context, max_n)
-    costs = mean_costs(before, after)
 
     print()
-    print(f"target step (unit): {1e6 * before['unit']:.0f} µs before, {1e6 * after['unit']:.0f} µs after the runs")
-    print(f"f(n), n = 1..{max_n}:")
-    for name, measured in (("before", before), ("after", after), ("mean", costs)):
-        print(f"  {name:6} " + " ".join(f"{f:.2f}" for f in measured["f"].values()))
     print(
-        "c (whole draft step / target step): "
-        + ", ".join(f"{name} {before['c'][name]:.3f} / {after['c'][name]:.3f}" for name in costs["c"])
-        + " (before / after)"
+        "Cost model inputs, measured inside each row's runs (in plain steps; f(n): the target's whole turn"
+        " of n tokens, for the sizes of 5 rounds or more):"
     )
+    for name, rows in results.items():
+        for row in rows:
+            costs = row["costs"]
+            f = " ".join(f"f({n}) {value:.2f}" for n, value in costs["f"].items() if costs["rounds"][n] >= 5)
+            print(
+                f"  {name:16} {row['gamma']!s:>5}: unit {1e6 * costs['unit']:.0f} µs, c {costs['c']:.3f}, "
+                f"prompt {costs['prompt']:.1f}; {f}"
+            )
+        fixed = {row["gamma"] + 1: row["costs"]["f"][row["gamma"] + 1] for row in rows if row["gamma"] != "auto"}
+        if f_dips(fixed):
+            print(f"  {name:16} f(gamma + 1) across the rows falls at n = {f_dips(fixed)} (kernel switch, or load)")
     print()
     header = (
         f"{'setting':16} {'gamma':>5} {'plain tok/s':>11} {'spec tok/s':>10} {'speedup':>8} {'tok/call':>8}"
@@ -172,17 +156,19 @@ def main() -> None:
     print("-" * len(header))
     best = {}
     for name, rows in results.items():
-        c = costs["c"][name]
         for row in rows:
+            costs = row["costs"]
+            c = costs["c"]
             if row["gamma"] == "auto":
-                prediction = predict_from_rounds(row["speculative"], c, costs["f"])
+                prediction = predict_from_rounds(row["speculative"], c, costs["f"], costs["prompt"])
                 f_column = "-"
             else:
-                prediction = predict(row["alpha"], row["gamma"], c, costs["f"])
-                f_column = f"{costs['f'][row['gamma'] + 1]:.2f}"
+                gamma = row["gamma"]
+                prediction = predict(row["alpha"], gamma, c, costs["f"], costs["prompt"], args.max_new_tokens)
+                f_column = f"{costs['f'][gamma + 1]:.2f}"
             row["prediction"] = prediction
             gap = (row["speedup"] - prediction.speedup) / prediction.speedup
-            row["gap"] = gap  # kept for the targets and the within-15% count below
+            row["gap"] = gap  # kept for the targets and the within-10% count below
             print(
                 f"{name:16} {row['gamma']!s:>5} {row['plain_tokens_per_second']:11.0f} "
                 f"{row['speculative_tokens_per_second']:10.0f} {row['speedup']:7.2f}x {row['tokens_per_call']:8.2f}"
@@ -206,14 +192,19 @@ def main() -> None:
 
     print()
     print("Where the time goes at the best gamma (µs per generated token; one run per prompt):")
-    print("  measured/predicted = tokens x plain x round (see specdec.harness.gap_factors)")
+    print("  measured/predicted per token = tokens x plain x round (see specdec.harness.gap_factors)")
     for params in SETTINGS:
         name = label(params)
         row = best[name]
         split = round_breakdown(
             target, draft, prompts, args.max_new_tokens, params, row["gamma"], seed=args.seed, verify=args.verify
         )
-        factors = gap_factors(row, row["prediction"], costs["unit"])
+        costs = row["costs"]
+        if row["gamma"] == "auto":
+            per_token = predict_from_rounds(row["speculative"], costs["c"], costs["f"])  # prompt as one step
+        else:
+            per_token = predict(row["alpha"], row["gamma"], costs["c"], costs["f"])
+        factors = gap_factors(row, per_token, costs["unit"])
         per_round = split["tokens"]["speculative"] / split["target_calls"]["speculative"]
         plain = ", ".join(f"{part} {1e6 * seconds:.0f}" for part, seconds in split["plain"].items() if part != "draft")
         spec = split["speculative"]
@@ -240,15 +231,15 @@ def main() -> None:
             f"  {name:6} tokens per call {row['tokens_per_call']:.2f} (target {calls_target}: "
             f"{'met' if row['tokens_per_call'] >= calls_target else 'MISSED'}); speed-up {row['speedup']:.2f}x "
             f"(target {speed_target}x: {'met' if row['speedup'] >= speed_target else 'MISSED'}); "
-            f"{gap:+.1%} from the prediction ({'within' if abs(gap) <= 0.15 else 'NOT within'} 15%); "
+            f"{gap:+.1%} from the prediction ({'within' if abs(gap) <= 0.10 else 'NOT within'} 10%); "
             f"plain decoding {row['plain_tokens_per_second']:.0f} tokens/s"
         )
         print(
             f"  {'':6} without the {row['looping']} of {len(row['repeated'])} outputs that loop: tokens per call "
             f"{row['tokens_per_call_not_looping']:.2f}, speed-up {row['speedup_not_looping']:.2f}x"
         )
-    within = [abs(row["gap"]) <= 0.15 for rows in results.values() for row in rows]
-    print(f"  measured within 15% of predicted: {sum(within)} of {len(within)} rows")
+    within = [abs(row["gap"]) <= 0.10 for rows in results.values() for row in rows]
+    print(f"  measured within 10% of predicted: {sum(within)} of {len(within)} rows")
     print("load average after (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print(f"total time: {time.perf_counter() - started:.0f} s")
 

@@ -5,27 +5,33 @@ python -m specdec --prompt "def parse(self, text):" --temperature 0 --gamma 5
 
 It leads with what does not depend on the machine (tokens per target call, acceptance), then
 times interleaved pairs of runs after a warm-up and sets the measured speed-up beside the cost
-model's prediction for this machine (notebooks 07 and 10), with a verdict that says so when the
-machine is too noisy to tell.
+model's prediction for this machine, with its inputs timed inside those same runs (notebooks 07
+and 10), and a verdict that says so when the machine is too noisy to tell.
+
+The default prompt shows the model at its best, chosen by measurement (tools/demo_prompt.py: of
+the candidates whose seed-0 texts parse as Python, the one whose texts parse most often); the
+benchmark, benchmarks/bench_speculative.py, measures typical prompts (held-out code).
 """
 
 import argparse
 import math
 import statistics
 import sys
+import time
 
 import numpy as np
 
 from specdec.generation import generate
-from specdec.harness import predict_from_rounds
+from specdec.harness import TimedModel, predict_from_rounds, run_turns, turn_costs
 from specdec.models import load_model, load_tokenizer
 from specdec.pipeline import SamplingParams
-from specdec.speculative import AUTO_MAX_GAMMA, VERIFY_RULES, SpeculativeResult, speculative_generate
-from specdec.threads import describe_machine, generation_threads
-from specdec.timing import cost_ratios, time_scoring
+from specdec.speculative import AUTO_MAX_GAMMA, VERIFY_RULES, speculative_generate
+from specdec.threads import describe_machine
+from specdec.timing import f_dips
 
 DEFAULT_PROMPT = "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n"
 MIN_PAIRS = 5
+MIN_ROUNDS = 5  # f(n) from fewer rounds of that size is too noisy to call a dip
 
 
 def gamma_argument(text: str) -> int | str:
@@ -51,7 +57,12 @@ def parse_arguments(argv: list[str] | None) -> tuple[argparse.Namespace, argpars
             "distribution; at temperature 0 they are the same text."
         ),
     )
-    parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="text to continue (Python code works best)")
+    parser.add_argument(
+        "--prompt",
+        default=DEFAULT_PROMPT,
+        help="text to continue (Python code works best); the default shows the model at its best, "
+        "benchmarks/bench_speculative.py measures typical prompts",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=160, help="characters to generate (default: 160)")
     parser.add_argument(
         "--gamma",
@@ -97,49 +108,51 @@ def check_arguments(args: argparse.Namespace, parser: argparse.ArgumentParser, p
         )
 
 
-def timed_pairs(plain_run, fast_run, pairs: int) -> tuple[list[float], list[float]]:
-    """Seconds of `pairs` interleaved runs of each, after one warm-up of each; the order alternates."""
+def timed_pairs(plain_run, fast_run, pairs: int) -> tuple[list[tuple], list[tuple]]:
+    """`pairs` interleaved runs of each, after one warm-up of each; the order alternates.
+
+    Each run is a (result, turns) pair: its models' calls timed as it ran (harness.run_turns).
+    """
     plain_run(), fast_run()  # warm-up: caches, memos, first-call costs
     plain, fast = [], []
     for i in range(pairs):
         if i % 2 == 0:
-            plain.append(plain_run().seconds)
-            fast.append(fast_run().seconds)
+            plain.append(plain_run())
+            fast.append(fast_run())
         else:
-            fast.append(fast_run().seconds)
-            plain.append(plain_run().seconds)
+            fast.append(fast_run())
+            plain.append(plain_run())
     return plain, fast
 
 
-def predicted_speedup(target, draft, params, prompt, result: SpeculativeResult) -> tuple[float, float, dict, float]:
-    """The cost model on this machine for the rounds this run made: tokens / sum of (g c + f(g + 1)).
+def predicted_speedup(plain: list[tuple], fast: list[tuple]) -> tuple[float | None, dict]:
+    """The cost model for the rounds these runs made, with its inputs measured inside the same runs.
 
-    f(n) is measured with time_scoring halfway through the run (notebook 07: a call's cost grows
-    with the tokens already cached), c as the seconds of one whole draft step (scoring and
-    drawing) over one target step, both with the BLAS setting generation uses. Returns
-    (predicted speed-up, c, f, seconds of one target step).
+    harness.turn_costs turns the timed calls of the interleaved pairs into the unit (one plain
+    step), c (the draft's turn per drafted token), f(n) (the target's turn of n tokens: its call,
+    sampling its n rows, the verification) and the prompt; predict_from_rounds charges the rounds
+    the speculative runs made. Returns (predicted speed-up, the inputs); the speed-up is None
+    when the runs are too short to time a plain step and a round after the prompt.
     """
-    most = max(result.drafted_per_round, default=0) + 1
-    middle = min(len(prompt) + result.tokens.size // 2, target.max_context - most)  # tokens cached halfway
-    with generation_threads():
-        times = time_scoring(target, list(range(1, most + 1)), repeats=15, context=middle)
-    f = cost_ratios(times)
-    steps = 100
-    draft_runs = [generate(draft, prompt, steps, params, np.random.default_rng(0)).seconds for _ in range(5)]
-    c = statistics.median(draft_runs) / steps / times[1]
-    return predict_from_rounds([result], c, f).speedup, c, f, times[1]
+    costs = turn_costs([turns for _, turns in plain], [turns for _, turns in fast])
+    if not (costs["f"] and math.isfinite(costs["unit"]) and math.isfinite(costs["c"])):
+        return None, costs
+    prediction = predict_from_rounds([result for result, _ in fast], costs["c"], costs["f"], costs["prompt"])
+    return prediction.speedup, costs
 
 
-def verdict(ratios: list[float], predicted: float) -> str:
-    """One honest line: faster, slower, or too noisy to tell, and how it compares with the prediction."""
+def verdict(ratios: list[float], predicted: float | None) -> str:
+    """One honest line: faster, slower, or too noisy to tell, and how it compares with the prediction (if any)."""
     low, high, middle = min(ratios), max(ratios), statistics.median(ratios)
-    gap = (middle - predicted) / predicted
     if low > 1:
-        if abs(gap) < 0.005:
-            comparison = "as the cost model predicted for this machine"
+        if predicted is None:
+            comparison = "with no prediction to compare"
         else:
+            gap = (middle - predicted) / predicted
             comparison = (
-                f"{abs(gap):.0%} {'above' if gap > 0 else 'below'} the cost model's prediction for this machine"
+                "as the cost model predicted for this machine"
+                if abs(gap) < 0.005
+                else f"{abs(gap):.0%} {'above' if gap > 0 else 'below'} the cost model's prediction for this machine"
             )
         return f"speculative decoding was faster in all {len(ratios)} pairs ({low:.2f}x to {high:.2f}x), {comparison}"
     if high < 1:
@@ -158,22 +171,16 @@ def main(argv: list[str] | None = None) -> int:
     check_arguments(args, parser, prompt.size, target.max_context)
     params = SamplingParams(args.temperature, args.top_k, args.top_p)  # every value checked above
 
-    def plain_run():
-        return generate(target, prompt, args.max_new_tokens, params, np.random.default_rng(args.seed))
+    def plain_run(model):
+        return generate(model, prompt, args.max_new_tokens, params, np.random.default_rng(args.seed))
 
-    def fast_run():
+    def fast_run(model, proposer):
+        rng = np.random.default_rng(args.seed)
         return speculative_generate(
-            target,
-            draft,
-            prompt,
-            args.max_new_tokens,
-            params,
-            args.gamma,
-            np.random.default_rng(args.seed),
-            verify=args.verify,
+            model, proposer, prompt, args.max_new_tokens, params, args.gamma, rng, verify=args.verify
         )
 
-    plain, fast = plain_run(), fast_run()
+    plain, fast = plain_run(target), fast_run(target, draft)
     rule = "-" * 72
     print(f"prompt ({prompt.size} characters):\n{rule}\n{args.prompt}\n{rule}")
     print(f"plain decoding: {plain.tokens.size} tokens in {plain.target_calls} target calls")
@@ -197,24 +204,51 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     print(f"\nWhat does (measured on {describe_machine()}):")
-    plain_seconds, fast_seconds = timed_pairs(plain_run, fast_run, args.pairs)
+
+    def timed_plain():  # the same run, its target's calls timed (harness.run_turns)
+        model = TimedModel(target)
+        result = plain_run(model)
+        return result, run_turns(result, model, None, time.perf_counter())
+
+    def timed_fast():
+        models = TimedModel(target), TimedModel(draft)
+        result = fast_run(*models)
+        return result, run_turns(result, *models, time.perf_counter())
+
+    plain_runs, fast_runs = timed_pairs(timed_plain, timed_fast, args.pairs)
+    plain_seconds = [result.seconds for result, _ in plain_runs]
+    fast_seconds = [result.seconds for result, _ in fast_runs]
     ratios = [p / s for p, s in zip(plain_seconds, fast_seconds, strict=True)]
-    predicted, c, f, step = predicted_speedup(target, draft, params, prompt, fast)
+    predicted, costs = predicted_speedup(plain_runs, fast_runs)
     drafts_per_round = fast.drafted / max(len(fast.drafted_per_round), 1)
-    n = min(f, key=lambda k: abs(k - 1 - drafts_per_round))  # the f(n) of a typical round
+    f = costs["f"]
     for name, seconds in (("plain", plain_seconds), ("speculative", fast_seconds)):
         print(
             f"  {name:11} {1e3 * statistics.median(seconds):6.1f} ms per run "
             f"(median of {args.pairs} interleaved runs; {1e3 * min(seconds):.1f} to {1e3 * max(seconds):.1f})"
         )
-    print(
-        f"  cost model inputs: a target step takes {1e3 * step:.2f} ms; a draft step c = {c:.3f} of it; "
-        f"scoring {n} positions in one call f({n}) = {f[n]:.2f} steps; rounds drafted {drafts_per_round:.1f} on average"
-    )
-    print(
-        f"  speed-up: measured {statistics.median(ratios):.2f}x (median of the pairs), "
+    if predicted is not None:
+        n = min(f, key=lambda k: abs(k - 1 - drafts_per_round))  # the f(n) of a typical round
+        print(
+            f"  cost model inputs, timed inside these runs: a plain step takes {1e3 * costs['unit']:.2f} ms; "
+            f"a draft step c = {costs['c']:.3f} of it; a round scoring {n} positions f({n}) = {f[n]:.2f} steps "
+            f"(its call {costs['f_call'][n]:.2f}, the rest sampling and verifying); reading the prompt "
+            f"{costs['prompt']:.1f} steps; rounds drafted {drafts_per_round:.1f} on average"
+        )
+    else:
+        print("  cost model inputs: too few tokens to time a plain step and a round after the prompt")
+    dips = f_dips({k: value for k, value in f.items() if costs["rounds"][k] >= MIN_ROUNDS})
+    if dips:
+        print(
+            f"  note: f(n) falls at n = {dips} (a BLAS kernel switch, or the machine busier while those rounds ran); "
+            "the prediction charges each round what its size cost"
+        )
+    prediction = (
         f"predicted {predicted:.2f}x by the cost model for this machine and these rounds"
+        if predicted is not None
+        else "no prediction (generate more tokens)"
     )
+    print(f"  speed-up: measured {statistics.median(ratios):.2f}x (median of the pairs), {prediction}")
     print(f"verdict: {verdict(ratios, predicted)}")
     return 0
 

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from specdec.validation import check_generator
+from specdec.validation import as_array, check_generator
 
 
 def check_rng(rng) -> np.random.Generator:
@@ -31,7 +31,7 @@ def check_probs(probs, name: str = "probs") -> np.ndarray:
     Every entry must be >= 0 and not NaN, and each row must sum to 1 within 1e-6
     (1e-4 for float32 or lower precision input, whose rounding is coarser).
     """
-    arr = np.asarray(probs)
+    arr = as_array(probs, name)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
     if arr.ndim == 0 or arr.shape[-1] == 0:

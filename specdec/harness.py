@@ -5,9 +5,10 @@ Written in notebook 10. Inputs: `heldout_prompts` draws prompts from held-out te
 results: `acceptance_counts`, `acceptance_by_position` and `pooled_alpha` turn the per-round
 counts of SpeculativeResult into acceptance rates.
 Measuring: `side_by_side` times plain `generate` against `speculative_generate` on the same
-prompts, interleaved, with one BLAS thread; `measure_costs` and `draft_step_seconds` measure
-the cost model's f(n) and c as notebook 07 does; `round_breakdown` (with `TimedModel`) splits
-the time per token into target calls, draft calls and the rest. Predicting: `predict` is
+prompts, interleaved, with one BLAS thread, and measures the cost model's inputs inside those
+runs (`TimedModel`, `run_turns`, `turn_costs`); `measure_costs` and `draft_step_seconds`
+measure f(n) and c apart from the runs, as notebook 07 does; `round_breakdown` splits the time
+per token into target calls, draft calls and the rest. Predicting: `predict` is
 notebook 07's cost model, and `gap_factors` writes measured / predicted as a product of three
 measured factors. Quality: `heldout_quality` scores held-out text under a setting's filtered
 target distribution, `text_bits` scores generated text under the unfiltered target. `sweep`
@@ -27,6 +28,7 @@ from specdec.pipeline import SamplingParams, check_params, sampling_probs
 from specdec.speculative import SpeculativeResult, check_gamma, check_verify, speculative_generate
 from specdec.timing import blas_threads, cost_ratios, expected_tokens, predicted_speedup, time_scoring
 from specdec.topk import check_count
+from specdec.validation import check_real
 
 
 def heldout_prompts(
@@ -93,6 +95,103 @@ def seed_for(seed: int, prompt_index: int) -> np.random.Generator:
     return np.random.default_rng([seed, prompt_index])
 
 
+class TimedModel:
+    """A model that records the size, the start and the seconds of every `score` call; the rest passes through."""
+
+    def __init__(self, model):
+        self.model = model
+        self.calls: list[tuple[int, float]] = []  # (tokens scored, seconds) of each call
+        self.starts: list[float] = []  # time.perf_counter() when each call began
+
+    def __getattr__(self, name):  # vocab_size, max_context, name
+        return getattr(self.model, name)
+
+    def start(self):
+        return self.model.start()
+
+    def score(self, tokens, state) -> np.ndarray:
+        start = time.perf_counter()
+        logits = self.model.score(tokens, state)
+        self.calls.append((len(tokens), time.perf_counter() - start))
+        self.starts.append(start)
+        return logits
+
+
+def run_turns(result, target: TimedModel, draft: TimedModel | None, end: float) -> dict:
+    """One run's seconds split into what the cost model charges, from the calls its models timed.
+
+    Plain (`draft` None): "prompt", from the start of the run to the second target call (the
+    prompt read and the first token drawn), and "steps" seconds for "step_count" steps, each
+    one call of one token, its sampling and the loop, up to the next call. Speculative: a round
+    begins at its first draft call (or at its target call, if it drafts nothing) and the first
+    round, which reads the prompt, is "prompt". In every later round, the draft's turn runs
+    from its first call to the target's ("draft" seconds for "drafted" tokens, one call each),
+    and the target's turn from its call to the next round: {n: [seconds, count]} in "turns" by
+    the tokens scored, n = g + 1 (the call, `sampling_probs` on its n rows, the verification,
+    the rollbacks), and in "calls" for the call alone. `end` is time.perf_counter() after the run.
+    """
+    start = end - result.seconds
+    if draft is None:
+        starts = target.starts
+        steps = end - starts[1] if len(starts) > 1 else 0.0
+        return {"prompt": result.seconds - steps, "steps": steps, "step_count": max(len(starts) - 1, 0)}
+    events = sorted(
+        [(t, "target", n, seconds) for t, (n, seconds) in zip(target.starts, target.calls, strict=True)]
+        + [(t, "draft", n, seconds) for t, (n, seconds) in zip(draft.starts, draft.calls, strict=True)]
+    )
+    rounds, pending = [], []  # rounds: (start of the round, draft calls, the target's call)
+    for event in events:
+        if event[1] == "draft":
+            pending.append(event)
+        else:
+            rounds.append(((pending or [event])[0][0], len(pending), event))
+            pending = []
+    turns = {"draft": 0.0, "drafted": 0, "turns": {}, "calls": {}}
+    turns["prompt"] = (rounds[1][0] if len(rounds) > 1 else end) - start
+    for r in range(1, len(rounds)):
+        round_start, drafted, (call_start, _, n, call_seconds) = rounds[r]
+        turn_end = rounds[r + 1][0] if r + 1 < len(rounds) else end
+        turns["draft"] += call_start - round_start
+        turns["drafted"] += drafted
+        for key, seconds in (("turns", turn_end - call_start), ("calls", call_seconds)):
+            total = turns[key].setdefault(n, [0.0, 0])
+            total[0] += seconds
+            total[1] += 1
+    return turns
+
+
+def turn_costs(plain: Sequence[dict], speculative: Sequence[dict]) -> dict:
+    """The cost model's inputs measured inside the runs (`run_turns` of each run), in plain steps.
+
+    "unit": the seconds of one plain step (one target call of one token, its sampling and the
+    loop: what plain decoding pays per token after the prompt). In units of it: "c", the draft's
+    turn per drafted token (its call and its sampling); "f" {n: the target's turn of n tokens:
+    its call, sampling its n rows, the verification}; "f_call", the call alone; "prompt", a plain
+    run's prompt step (reading the prompt, drawing the first token); and "rounds" {n: how many
+    rounds scored n}. Rounds that read the prompt count in none of them. Empty sums give NaN.
+    """
+    steps, count = sum(t["steps"] for t in plain), sum(t["step_count"] for t in plain)
+    unit = steps / count if count else math.nan
+    drafted = sum(t["drafted"] for t in speculative)
+
+    def per_n(key: str) -> dict[int, float]:
+        totals: dict[int, list] = {}
+        for t in speculative:
+            for n, (seconds, k) in t[key].items():
+                total = totals.setdefault(n, [0.0, 0])
+                total[0], total[1] = total[0] + seconds, total[1] + k
+        return {n: totals[n][0] / totals[n][1] / unit for n in sorted(totals)}
+
+    return {
+        "unit": unit,
+        "c": sum(t["draft"] for t in speculative) / drafted / unit if drafted else math.nan,
+        "f": per_n("turns"),
+        "f_call": per_n("calls"),
+        "prompt": sum(t["prompt"] for t in plain) / len(plain) / unit if plain else math.nan,
+        "rounds": {n: sum(t["turns"][n][1] for t in speculative if n in t["turns"]) for n in per_n("turns")},
+    }
+
+
 def side_by_side(
     target,
     draft,
@@ -113,8 +212,10 @@ def side_by_side(
     untimed warm-up run of each comes first. BLAS threads are what the generators use by
     default (specdec.threads). The seconds are the runs' own `seconds`, prompt
     scoring included, as any user would pay it. A gamma may be "auto"; `verify` is passed on to
-    speculative_generate ("token" or "block", notebook 11).
-    Returns one dict per gamma (see `summarize` for the keys).
+    speculative_generate ("token" or "block", notebook 11). The models are wrapped in
+    `TimedModel`s, so each dict (one per gamma, keys: see `summarize`) also has "costs": the
+    cost model's inputs measured inside these very runs (`turn_costs`; with `repeats` > 1,
+    those of the fastest run of each).
     """
     params = check_params(params)
     gammas = [check_gamma(gamma) for gamma in gammas]
@@ -124,27 +225,33 @@ def side_by_side(
     if not prompts or not gammas:
         raise ValueError(f"need at least one prompt and one gamma, got {len(prompts)} prompts and gammas {gammas}")
 
-    def run(kind: str, i: int, gamma: int):
+    def run(kind: str, i: int, gamma: int) -> tuple:
+        timed_target, timed_draft = TimedModel(target), TimedModel(draft)
         if kind == "plain":
-            return generate(target, prompts[i], max_new_tokens, params, seed_for(seed, i))
-        return speculative_generate(
-            target, draft, prompts[i], max_new_tokens, params, gamma, seed_for(seed, i), verify=verify
+            result = generate(timed_target, prompts[i], max_new_tokens, params, seed_for(seed, i))
+            return result, run_turns(result, timed_target, None, time.perf_counter())
+        rng = seed_for(seed, i)
+        result = speculative_generate(
+            timed_target, timed_draft, prompts[i], max_new_tokens, params, gamma, rng, verify=verify
         )
+        return result, run_turns(result, timed_target, timed_draft, time.perf_counter())
 
     rows = []
     warm_up = seed_for(seed, len(prompts))  # a generator no timed run uses
     generate(target, prompts[0], min(max_new_tokens, 8), params, warm_up)
     speculative_generate(target, draft, prompts[0], min(max_new_tokens, 8), params, gammas[0], warm_up, verify=verify)
     for gamma in gammas:
-        results = {"plain": [], "speculative": []}
-        seconds = {"plain": [], "speculative": []}
+        results, turns = {"plain": [], "speculative": []}, {"plain": [], "speculative": []}
         for i in range(len(prompts)):
             order = ("plain", "speculative") if i % 2 == 0 else ("speculative", "plain")
             runs = [[run(kind, i, gamma) for kind in order] for _ in range(repeats)]
             for j, kind in enumerate(order):
-                results[kind].append(runs[0][j])
-                seconds[kind].append(min(pair[j].seconds for pair in runs))
-        rows.append(summarize(gamma, results["plain"], results["speculative"], seconds))
+                result, split = min((pair[j] for pair in runs), key=lambda timed: timed[0].seconds)
+                results[kind].append(result)  # the tokens are the same in every repeat
+                turns[kind].append(split)
+        row = summarize(gamma, results["plain"], results["speculative"])
+        row["costs"] = turn_costs(turns["plain"], turns["speculative"])
+        rows.append(row)
     return rows
 
 
@@ -236,14 +343,28 @@ class Prediction(NamedTuple):
 
     expected_tokens: float  # tokens per target call, (1 - alpha**(gamma + 1)) / (1 - alpha)
     round_cost: float  # gamma * c + f(gamma + 1), in target steps
-    speedup: float  # expected_tokens / round_cost
+    speedup: float  # expected_tokens / round_cost, or for whole runs (predict's new_tokens)
 
 
-def predict(alpha: float, gamma: int, c: float, f) -> Prediction:
-    """The cost model: E[tokens], the cost of a round in target steps, and their ratio, the speedup."""
+def predict(alpha: float, gamma: int, c: float, f, prompt: float = 1.0, new_tokens: int | None = None) -> Prediction:
+    """The cost model: E[tokens], the cost of a round in target steps, and the speedup.
+
+    Without `new_tokens`: the speedup per token, E[tokens] / (gamma c + f(gamma + 1)). With it:
+    the speedup of whole runs of `new_tokens` tokens after a prompt whose reading (and first
+    draw) costs `prompt` target steps. Plain decoding pays prompt + (n - 1) steps. Speculative
+    decoding needs R = n / E[tokens] rounds (at least one); its first round's target turn is
+    the same prompt read, so it pays prompt + gamma c + (R - 1) round_cost.
+    """
     speedup = predicted_speedup(alpha, gamma, c, f)  # checks every argument
     tokens = expected_tokens(alpha, gamma)
-    return Prediction(tokens, tokens / speedup, speedup)
+    round_cost = tokens / speedup
+    if new_tokens is None:
+        return Prediction(tokens, round_cost, speedup)
+    new_tokens = check_count(new_tokens, "new_tokens")
+    prompt = check_real(prompt, "prompt (target steps)", 0)
+    rounds = max(new_tokens / tokens, 1.0)
+    speculative = prompt + gamma * c + (rounds - 1) * round_cost  # target steps
+    return Prediction(tokens, round_cost, (prompt + new_tokens - 1) / speculative)
 
 
 def gap_factors(row: dict, prediction: Prediction, target_seconds: float) -> dict:
@@ -299,26 +420,6 @@ def measure_costs(
         times = time_scoring(target, list(range(1, max_n + 1)), repeats=repeats, context=context)
     step = draft_step_seconds(draft, params, prompt_tokens)
     return {"c": step / times[1], "f": cost_ratios(times), "target_seconds": times[1], "draft_step_seconds": step}
-
-
-class TimedModel:
-    """A model that records the size and the seconds of every `score` call; everything else passes through."""
-
-    def __init__(self, model):
-        self.model = model
-        self.calls: list[tuple[int, float]] = []  # (tokens scored, seconds) of each call
-
-    def __getattr__(self, name):  # vocab_size, max_context, name
-        return getattr(self.model, name)
-
-    def start(self):
-        return self.model.start()
-
-    def score(self, tokens, state) -> np.ndarray:
-        start = time.perf_counter()
-        logits = self.model.score(tokens, state)
-        self.calls.append((len(tokens), time.perf_counter() - start))
-        return logits
 
 
 def round_breakdown(
@@ -460,17 +561,33 @@ def sweep(
     return rows
 
 
-def predict_from_rounds(results: Sequence[SpeculativeResult], c: float, f: Mapping[int, float]) -> Prediction:
-    """The cost model for the rounds as they happened: tokens / sum over rounds of (g c + f(g + 1)).
+def predict_from_rounds(
+    results: Sequence[SpeculativeResult], c: float, f: Mapping[int, float], prompt: float = 1.0
+) -> Prediction:
+    """The cost model for the rounds as they happened: plain steps / sum over rounds of (g c + f(g + 1)).
 
     For gamma="auto", whose rounds draft different numbers of tokens, this is the prediction; for
     a fixed gamma it differs from `predict` only in using the measured tokens per call instead of
-    E[tokens] from one alpha. Rounds that drafted nothing (g = 0, at the very end) cost f(1) = 1.
+    E[tokens] from one alpha. Each run also reads its prompt, which costs `prompt` target steps
+    in both decodings: plain decoding pays prompt + (n - 1) steps for n tokens, and a
+    speculative run's first round pays prompt + g c (its target turn is the prompt read).
+    Rounds that drafted nothing (g = 0, at the very end) cost f(1) = 1.
     """
+    prompt = check_real(prompt, "prompt (target steps)", 0)
     tokens = sum(result.tokens.size for result in results)
     calls = sum(result.target_calls for result in results)
-    cost = 0.0  # in target steps
+
+    def turn(n: int) -> float:
+        if n == 1:
+            return f.get(1, 1.0)
+        if n not in f:
+            raise ValueError(f"f has no cost for n = {n} positions (it has n = {sorted(f)})")
+        return f[n]
+
+    plain, cost = 0.0, 0.0  # in target steps
     for result in results:
-        cost += sum(g * c + f[g + 1] for g in result.drafted_per_round)
-        cost += (result.target_calls - len(result.drafted_per_round)) * f[1]
-    return Prediction(tokens / calls, cost / calls, tokens / cost)
+        plain += prompt + result.tokens.size - 1
+        drafted = list(result.drafted_per_round) + [0] * (result.target_calls - len(result.drafted_per_round))
+        for i, g in enumerate(drafted):
+            cost += (g * c if g else 0.0) + (prompt if i == 0 else turn(g + 1))
+    return Prediction(tokens / calls, cost / calls, plain / cost)

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from specdec.validation import check_real
+from specdec.validation import as_array, check_real
 
 
 def describe_row(index: tuple, ndim: int) -> str:
@@ -20,7 +20,7 @@ def check_logits(logits, name: str = "logits") -> np.ndarray:
     "probability zero"), but NaN and +inf are not, and a row that is entirely -inf has no
     token left to draw, so each of those raises a ValueError that says which row.
     """
-    arr = np.asarray(logits)
+    arr = as_array(logits, name)  # ragged rows get a message naming the argument, not numpy's
     if arr.dtype.kind not in "fiu":  # float, signed or unsigned int; not bool, complex, text or objects
         raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
     if arr.ndim == 0:
@@ -53,7 +53,7 @@ def check_temperature(temperature) -> float:
 
 def vocabulary_last(logits, axis: int) -> np.ndarray:
     """Move the vocabulary `axis` of `logits` to the end, with a clear error for a bad axis."""
-    arr = np.asarray(logits)
+    arr = as_array(logits, "logits")
     if arr.ndim == 0:
         raise ValueError("logits must have a vocabulary axis, got a scalar")
     if not -arr.ndim <= axis < arr.ndim:

@@ -13,6 +13,32 @@ from specdec.tokenizer import CharTokenizer
 
 WEIGHTS = Path(__file__).resolve().parent / "weights"
 BUNDLED = {"target": WEIGHTS / "target.npz", "draft": WEIGHTS / "draft.npz"}
+MAX_ARRAY_BYTES = 1 << 28  # 256 MiB per array: the bundled models' largest is under 1 MiB
+MAX_CONTEXT = 4096  # a GPT's causal mask is max_context^2 floats: 64 MiB here, 6 GiB at 40,000
+MAX_MODEL_BYTES = 1 << 30  # a GPT's weights, its mask and one KV cache together
+
+
+def check_array_sizes(path: Path) -> None:
+    """Read every array's header (not its data) and refuse one larger than MAX_ARRAY_BYTES.
+
+    A compressed archive can hold a huge array in a few bytes; this refuses it before numpy
+    allocates it.
+    """
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            with archive.open(info) as member:
+                try:
+                    version = np.lib.format.read_magic(member)
+                    header = np.lib.format.read_array_header_1_0 if version == (1, 0) else None
+                    shape, _, dtype = (header or np.lib.format.read_array_header_2_0)(member)
+                except ValueError as error:
+                    raise ValueError(f"{path}: '{info.filename}' is not a readable array: {error}") from None
+            size = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize  # float64: no overflow for absurd shapes
+            if size > MAX_ARRAY_BYTES:
+                raise ValueError(
+                    f"{path}: array '{info.filename.removesuffix('.npy')}' of shape {shape} would take "
+                    f"{size / 2**30:.1f} GiB, more than the {MAX_ARRAY_BYTES >> 20} MiB a model array may take"
+                )
 
 
 def read_npz(path: Path) -> dict[str, np.ndarray]:
@@ -22,6 +48,7 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
     if not zipfile.is_zipfile(path):  # np.load would try to unpickle anything that is not an .npz or .npy
         raise ValueError(f"{path} is not a readable weights file (not an .npz archive: truncated or corrupt?)")
     try:
+        check_array_sizes(path)
         with np.load(path, allow_pickle=False) as archive:
             return {key: archive[key] for key in archive.files}
     except ValueError as error:  # numpy's message for object arrays when allow_pickle=False
@@ -55,6 +82,20 @@ def gpt_from_arrays(arrays: dict[str, np.ndarray], path: Path, name: str) -> GPT
     (vocab_size, d_model), max_context = arrays["wte"].shape, arrays["wpe"].shape[0]
     if d_model % n_head:
         raise ValueError(f"{path}: d_model {d_model} is not a multiple of n_head {n_head}")
+    if max_context > MAX_CONTEXT:
+        raise ValueError(
+            f"{path}: max_context {max_context} (the rows of 'wpe') is more than {MAX_CONTEXT}: its causal mask "
+            f"alone would take {4 * max_context**2 / 2**30:.1f} GiB"
+        )
+    shapes = expected_shapes(vocab_size, max_context, d_model, n_layer)
+    needed = 4 * (
+        sum(int(np.prod(shape)) for shape in shapes.values()) + max_context**2 + 2 * n_layer * max_context * d_model
+    )
+    if needed > MAX_MODEL_BYTES:
+        raise ValueError(
+            f"{path}: a model of these sizes (vocab {vocab_size}, d_model {d_model}, {n_layer} layers, "
+            f"max_context {max_context}) would take {needed / 2**30:.1f} GiB, more than {MAX_MODEL_BYTES >> 30} GiB"
+        )
     for key, shape in expected_shapes(vocab_size, max_context, d_model, n_layer).items():
         if key not in arrays:
             raise ValueError(f"{path}: missing array '{key}'")
@@ -92,11 +133,32 @@ def check_ngram_arrays(arrays: dict[str, np.ndarray], order: int, path: Path) ->
             raise ValueError(f"{path}: 'offsets{k}' must rise strictly from 0 to the number of (context, next) pairs")
         if contexts.size and (contexts[0] < 0 or contexts[-1] >= vocab**k or (np.diff(contexts) <= 0).any()):
             raise ValueError(f"{path}: 'contexts{k}' must be sorted distinct context ids in [0, {vocab}**{k})")
-        if next_tokens.size and int(next_tokens.max()) >= vocab:
-            raise ValueError(f"{path}: 'next{k}' holds a token id >= vocab_size {vocab}")
+        if next_tokens.size and (int(next_tokens.min()) < 0 or int(next_tokens.max()) >= vocab):
+            raise ValueError(
+                f"{path}: 'next{k}' must hold token ids in [0, {vocab}), got {next_tokens.min()}..{next_tokens.max()}"
+            )
+        pairs = np.repeat(np.arange(contexts.size, dtype=np.int64), np.diff(offsets)) * vocab + next_tokens  # (E,)
+        if np.unique(pairs).size != pairs.size:
+            raise ValueError(f"{path}: 'next{k}' repeats a next token within one context (each must appear once)")
         if counts.size and int(counts.min()) < 1:
             raise ValueError(f"{path}: 'counts{k}' must be >= 1")
     return vocab
+
+
+def check_ngram_rows(model: NGramModel, path: Path, samples: int = 64) -> None:
+    """Rows of the loaded n-gram sum to 1: the longest contexts of the file, `samples` of them spread evenly."""
+    if model.order < 2:
+        rows = [model.unigram]
+    else:
+        k = model.order - 1
+        contexts = model.tables[k][0]  # (C,) context ids, the oldest token most significant
+        picks = contexts[np.linspace(0, contexts.size - 1, min(samples, contexts.size)).astype(np.int64)]
+        digits = [[int(c) // model.vocab_size**i % model.vocab_size for i in reversed(range(k))] for c in picks]
+        rows = [model.distribution(tuple(context)) for context in digits]  # each context, oldest token first
+    sums = np.array([row.sum() for row in rows])
+    worst = float(sums[np.argmax(np.abs(sums - 1))]) if sums.size else 1.0
+    if abs(worst - 1) > 1e-9:
+        raise ValueError(f"{path}: the n-gram's distributions must sum to 1, one sums to {worst!r}")
 
 
 def load_model(name: str = "target") -> LanguageModel:
@@ -113,7 +175,9 @@ def load_model(name: str = "target") -> LanguageModel:
     if kind == "ngram":
         order = positive_int(arrays, "order", path)
         vocab = check_ngram_arrays(arrays, order, path)
-        return NGramModel(order, vocab, arrays, name=Path(name).stem)
+        model = NGramModel(order, vocab, arrays, name=Path(name).stem)
+        check_ngram_rows(model, path)
+        return model
     raise ValueError(f"{path}: unknown model kind {kind!r}")
 
 

@@ -9,7 +9,7 @@ from specdec.drawing import check_rng, draw
 from specdec.logits import check_logits, check_temperature, one_hot_argmax, softmax
 from specdec.nucleus import check_top_p, descending_exclusive_cumsum, top_p_filter
 from specdec.topk import check_count, top_k_filter
-from specdec.validation import check_real
+from specdec.validation import as_array, check_real
 
 
 def check_min_p(min_p) -> float:
@@ -139,7 +139,7 @@ def temperature_probs(logits, temperature: float) -> np.ndarray:
     row of only -inf make it NaN. So one comparison checks every row, and check_logits runs
     only to explain a failure. Bit for bit the same numbers as softmax(logits, T).
     """
-    x = np.asarray(logits)
+    x = as_array(logits, "logits")
     if x.dtype.kind != "f" or x.ndim == 0 or x.size == 0:  # integers, scalars, empty: check_logits first
         x = check_logits(x)
     probs = np.exp(scaled_logits(x, x.max(axis=-1, keepdims=True), temperature))  # (..., V)
@@ -163,7 +163,7 @@ def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndar
     Temperature alone, decoding's usual case, is a softmax: temperature_probs.
     """
     params = check_params(params)
-    x = np.asarray(logits)  # (..., V)
+    x = as_array(logits, "logits")  # (..., V)
     vocab = x.shape[-1] if x.ndim else 0
     filtered = (params.top_k is not None and params.top_k < vocab) or params.top_p < 1 or params.min_p > 0
     if not (params.greedy or filtered):  # temperature alone: decoding's hot path

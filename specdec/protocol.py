@@ -5,7 +5,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from specdec.validation import check_integer
+from specdec.validation import as_array, check_integer
 
 
 @runtime_checkable
@@ -41,7 +41,7 @@ class LanguageModel(Protocol):
 
 def check_new_tokens(tokens, vocab_size: int) -> np.ndarray:
     """The tokens to score as a 1-D int64 array, after checking there is at least one and each is in [0, V)."""
-    array = np.asarray(tokens)
+    array = as_array(tokens, "tokens")
     if array.size == 0:
         raise ValueError("score needs at least one token")
     if array.dtype.kind not in "iu":

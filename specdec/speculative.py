@@ -2,13 +2,22 @@
 """Speculative decoding: draft gamma tokens cheaply, verify them with one target call, keep the target's law."""
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from specdec.block import block_verify_drawn
 from specdec.drawing import draw
-from specdec.generation import check_max_new_tokens, check_model, check_prompt, check_room, check_sampling_rng
+from specdec.generation import (
+    check_max_new_tokens,
+    check_model,
+    check_on_round,
+    check_prompt,
+    check_room,
+    check_sampling_rng,
+    check_scores,
+)
 from specdec.pipeline import SamplingParams, check_params, sampling_probs
 from specdec.protocol import DecodingState, LanguageModel
 from specdec.threads import generation_threads
@@ -33,7 +42,8 @@ def propose(
     It stops early once the draft's own probability of its whole block (the product of q(x),
     or of its softmax's top probability when greedy) falls below `min_confidence`.
     """
-    logits = draft.score(sequence[state.length :], state)[-1]  # (V,)
+    unread = sequence[state.length :]  # what the draft has not read yet: one token, or two
+    logits = check_scores(draft.score(unread, state), draft, len(unread), "draft")[-1]  # (V,)
     drafts, q_rows, block = [], [], 1.0  # block: the draft's probability of all its drafts so far
     for i in range(gamma):
         if params.greedy:
@@ -48,7 +58,7 @@ def propose(
         drafts.append(token)
         if i == gamma - 1 or block < min_confidence:  # nobody needs the token after the last draft
             break
-        logits = draft.score([token], state)[0]  # (V,)
+        logits = check_scores(draft.score([token], state), draft, 1, "draft")[0]  # (V,)
     return drafts, (np.array(q_rows) if q_rows else None)
 
 
@@ -70,7 +80,8 @@ def verify_round(
     drafts judged together); a greedy round keeps the matching drafts either way.
     """
     g = len(drafts)
-    logits = target.score(sequence[state.length :] + drafts, state)[-(g + 1) :]  # (g + 1, V) one call
+    unread = sequence[state.length :] + drafts  # the pending token and every draft
+    logits = check_scores(target.score(unread, state), target, len(unread), "target")[-(g + 1) :]  # (g + 1, V)
     if params.greedy:
         best = np.argmax(logits, axis=-1)  # (g + 1,) the target's choices
         n = next((i for i in range(g) if drafts[i] != best[i]), g)
@@ -168,6 +179,7 @@ def speculative_generate(
     rng: np.random.Generator | None = None,
     end_token: int | None = None,
     verify: str = "token",
+    on_round: Callable[[np.ndarray], object] | None = None,
 ) -> SpeculativeResult:
     """Generate like `generate(target, ...)` does, in law (and token for token when greedy), faster.
 
@@ -179,7 +191,9 @@ def speculative_generate(
     do not). Temperature 0 accepts a draft token iff it is the target's argmax and needs no rng.
     gamma="auto" drafts up to AUTO_MAX_GAMMA tokens and stops when the draft is unsure (`propose`).
     verify="block" verifies each sampled round as a whole (notebook 11): exact too, and never fewer
-    tokens per call on average; greedy rounds are the same either way.
+    tokens per call on average; greedy rounds are the same either way. `on_round`, if given, is
+    called after every round with the tokens it added (an int64 array, the end token last if it
+    came), as soon as they are verified; an exception it raises stops the generation and propagates.
     """
     target, draft = check_model(target, "target"), check_model(draft, "draft")
     if target.vocab_size != draft.vocab_size:
@@ -193,6 +207,7 @@ def speculative_generate(
     rng = check_sampling_rng(rng, params)
     end_token = check_optional_token(end_token, "end_token", target.vocab_size)
     rule = check_verify(verify)
+    on_round = check_on_round(on_round)
     check_room(target, prompt.size, max_new_tokens)
     check_room(draft, prompt.size, max_new_tokens)
     most, confidence = (AUTO_MAX_GAMMA, AUTO_MIN_CONFIDENCE) if gamma == "auto" else (gamma, 0.0)
@@ -209,9 +224,14 @@ def speculative_generate(
             kept = len(sequence) + n  # tokens both states may keep: the sequence and the accepted drafts
             target_state.rollback(kept)
             draft_state.rollback(min(draft_state.length, kept))  # the draft never read its last draft
+            before = len(sequence)
             sequence += emitted
-            if end_token is not None and end_token in emitted:
-                del sequence[sequence.index(end_token, len(sequence) - len(emitted)) + 1 :]
+            ended = end_token is not None and end_token in emitted
+            if ended:
+                del sequence[sequence.index(end_token, before) + 1 :]
+            if on_round is not None:
+                on_round(np.array(sequence[before:], dtype=np.int64))  # this round's tokens, verified
+            if ended:
                 break
     stats.tokens = np.array(sequence[prompt.size :], dtype=np.int64)
     stats.seconds = time.perf_counter() - start

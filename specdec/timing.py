@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import pairwise
 
 import numpy as np
 
@@ -119,6 +120,16 @@ def cost_ratios(times: Mapping[int, float]) -> dict[int, float]:
     if not all(math.isfinite(t) and t > 0 for t in times.values()):
         raise ValueError(f"times must be positive and finite, got {dict(times)}")
     return {n: t / times[1] for n, t in times.items()}
+
+
+def f_dips(f: Mapping[int, float]) -> list[int]:
+    """The n at which f falls: f(n) < f(m) for the next smaller n = m measured. [] when f increases.
+
+    Scoring more positions cannot really cost less, so a dip is a BLAS kernel switching at that
+    size (it stays when you measure again) or a busy moment of the machine (it moves).
+    """
+    sizes = sorted(f)
+    return [n for m, n in pairwise(sizes) if f[n] < f[m]]
 
 
 def check_alpha(alpha) -> float:

@@ -93,3 +93,15 @@ def check_optional_token(token, name: str, vocab_size: int) -> int | None:
     if isinstance(token, str):
         raise TypeError(f"{name} must be a token id (an integer) or None, got the text {token!r}: encode it first")
     return check_integer(token, name, 0, vocab_size - 1)
+
+
+def as_array(value, name: str, dtype=None) -> np.ndarray:
+    """np.asarray(value, dtype), with a message naming `name` for ragged rows (lists of different lengths)."""
+    try:
+        return np.asarray(value, dtype=dtype)
+    except ValueError as error:
+        if "inhomogeneous" not in str(error) and "sequence" not in str(error):
+            raise
+        raise ValueError(
+            f"{name} must be a rectangular array (every row the same length), got rows of different lengths"
+        ) from None

@@ -4,6 +4,7 @@
 import numpy as np
 
 from specdec.drawing import check_probs, check_rng, draw
+from specdec.validation import as_array
 
 
 def verify_drawn(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, rng: np.random.Generator):
@@ -30,7 +31,7 @@ def check_round(draft_tokens, draft_probs, target_probs) -> tuple[np.ndarray, np
     """
     q = check_probs(draft_probs, "draft_probs")
     p = check_probs(target_probs, "target_probs")
-    tokens = np.asarray(draft_tokens)
+    tokens = as_array(draft_tokens, "draft_tokens")
     if tokens.ndim != 1:
         raise ValueError(f"draft_tokens must be a 1-D array of token ids, got shape {tokens.shape}")
     if tokens.size == 0:

@@ -34,7 +34,10 @@ def test_bench_speculative_checks_the_targets_at_the_defaults():
     out = run("bench_speculative.py", "--gammas", "3", "auto", "--prompts", "2", "--repeats", "1").stdout
     assert MACHINE.search(out)
     assert "greedy outputs identical to plain decoding: True" in out
-    assert re.search(r"^  T=1 +tokens per call \d\.\d\d \(target 3\.0: (met|MISSED)\)", out, re.MULTILINE)
+    assert re.search(r"^  T=1 +tokens per call \d\.\d\d \(target 3\.1: (met|MISSED)\)", out, re.MULTILINE)
+    assert "Cost model inputs, measured inside each row's runs" in out
+    assert re.search(r"^  T=1 +auto: unit \d+ µs, c \d\.\d{3}, prompt \d+\.\d;", out, re.MULTILINE)
+    assert re.search(r"measured within 10% of predicted: \d+ of 8 rows", out)
     assert re.search(r"at gamma \S+: \d of 2 outputs loop \(repeated fraction > 0\.5; median \d\.\d\d\)", out)
     assert re.search(r"^ +without the \d of 2 outputs that loop: tokens per call (\d\.\d\d|nan)", out, re.MULTILINE)
 

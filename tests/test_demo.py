@@ -15,6 +15,29 @@ def test_greedy_demo_prints_both_texts_identical_and_the_figures(capsys):
     for figure in ("tokens per target call", "speed-up: measured", "predicted", "alpha =", "verdict:", "kernels"):
         assert figure in out
     assert out.index("tokens per target call") < out.index("speed-up: measured")  # counts first, then timings
+    assert "cost model inputs, timed inside these runs: a plain step takes" in out
+
+
+def test_the_prediction_uses_inputs_timed_inside_the_pairs(monkeypatch):
+    """predicted_speedup charges the rounds the timed runs made with the inputs those runs measured."""
+    import specdec.__main__ as demo
+
+    seen = {}
+    real = demo.turn_costs
+
+    def spy(plain, fast):
+        seen["runs"] = (len(plain), len(fast))
+        return real(plain, fast)
+
+    monkeypatch.setattr(demo, "turn_costs", spy)
+    assert main(["--temperature", "0", "--max-new-tokens", "40", "--pairs", "5", "--gamma", "3"]) == 0
+    assert seen["runs"] == (5, 5)  # the five interleaved pairs, not a separate timing
+
+
+def test_too_short_a_run_gets_no_prediction_rather_than_nan(capsys):
+    assert main(["--max-new-tokens", "1", "--pairs", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "no prediction (generate more tokens)" in out and "nan" not in out
 
 
 def test_sampling_demo_runs_with_filters_and_automatic_gamma(capsys):
@@ -65,7 +88,30 @@ def test_the_verdict_compares_the_median_with_the_prediction_in_words():
     assert verdict([1.1, 1.2, 1.3], 1.5).endswith("20% below the cost model's prediction for this machine")
 
 
+def test_the_verdict_without_a_prediction_says_so():
+    assert verdict([1.2, 1.28, 1.3], None).endswith("with no prediction to compare")
+    assert verdict([0.9, 1.4, 1.6], None).startswith("too noisy to tell")
+
+
 def test_help_reads_well():
     result = subprocess.run([sys.executable, "-m", "specdec", "--help"], capture_output=True, text=True, check=True)
     assert "speculative decoding" in result.stdout and "--temperature" in result.stdout
     assert "None" not in result.stdout  # no "(default: None)"
+
+
+def test_the_default_prompt_is_the_measured_choice_and_its_texts_parse():
+    """tools/demo_prompt.py's choice: a candidate whose seed-0 texts, plain and speculative, parse as Python."""
+    from pathlib import Path
+
+    import specdec
+    from specdec.__main__ import DEFAULT_PROMPT
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from demo_prompt import CANDIDATES, parses, seed_zero_parses
+
+    assert DEFAULT_PROMPT in CANDIDATES.values()
+    tokenizer, target, draft = specdec.load_tokenizer(), specdec.load_model("target"), specdec.load_model("draft")
+    assert seed_zero_parses(target, draft, tokenizer, DEFAULT_PROMPT) == (True, True)
+    assert not parses("def f(:\n")  # the check can fail
+    assert parses("def f():\n") and parses("x = 1\nif x:\n    y = [")  # an open block, a cut last line: fine
+    assert len(CANDIDATES) == 20  # as the README says

@@ -155,3 +155,37 @@ def test_pickled_object_array_is_refused_and_never_executed(tmp_path, key):
     with np.load(path, allow_pickle=True) as archive:
         archive[key]
     assert marker.exists()
+
+
+def test_an_implausible_context_length_is_refused_before_its_mask_is_allocated(tmp_path):
+    """40,000 positions of width 4 fit in a small file; their causal mask would take 6 GiB."""
+    arrays = good_arrays()
+    wide = {name: value for name, value in arrays.items() if name not in ("wte", "wpe")}
+    shapes = expected_shapes(V, 40_000, 4, LAYERS)
+    wide.update({name: np.zeros(shape, dtype=np.float32) for name, shape in shapes.items()})
+    path = tmp_path / "long.npz"
+    np.savez_compressed(path, **wide)
+    assert path.stat().st_size < 1 << 20  # a small file
+    with pytest.raises(ValueError, match=r"max_context 40000 \(the rows of 'wpe'\) is more than 4096: .* 6\.0 GiB"):
+        load_model(str(path))
+
+
+def test_a_model_too_large_for_memory_is_refused_before_it_is_built(tmp_path):
+    arrays = good_arrays()
+    big = {name: value for name, value in arrays.items() if name not in expected_shapes(V, T, D, LAYERS)}
+    big.update({name: np.zeros(shape, dtype=np.float32) for name, shape in expected_shapes(V, 4096, 8, 1).items()})
+    big["n_layer"], big["n_head"] = np.array(1), np.array(2)
+    np.savez_compressed(tmp_path / "ok.npz", **big)
+    assert load_model(str(tmp_path / "ok.npz")).max_context == 4096  # the largest context allowed still loads
+
+
+def test_an_array_header_announcing_gigabytes_is_refused_before_reading(tmp_path):
+    """A compressed archive can claim a huge array in a few bytes: the header is read, the data never."""
+    import zipfile
+
+    path = tmp_path / "huge.npz"
+    with zipfile.ZipFile(path, "w") as archive, archive.open("wte.npy", "w") as member:
+        header = {"descr": "<f4", "fortran_order": False, "shape": (1 << 20, 1 << 10)}  # 4 GiB of float32
+        np.lib.format.write_array_header_1_0(member, header)  # no data follows
+    with pytest.raises(ValueError, match=r"array 'wte' of shape \(1048576, 1024\) would take 4\.0 GiB"):
+        load_model(str(path))

@@ -17,6 +17,7 @@ from specdec.timing import (
     blas_threads,
     cost_ratios,
     expected_tokens,
+    f_dips,
     predicted_speedup,
     time_call,
     time_calls,
@@ -264,3 +265,11 @@ def test_blas_threads_sets_and_restores_the_limit():
     with pytest.raises(ValueError, match="n must be an integer >= 1"):
         with blas_threads(0):
             pass
+
+
+def test_f_dips_names_where_f_falls():
+    assert f_dips({1: 1.0, 2: 1.4, 3: 1.6, 4: 1.9}) == []
+    assert f_dips({1: 1.0, 2: 1.5, 3: 1.7, 4: 1.6, 5: 1.8, 6: 1.75}) == [4, 6]
+    assert f_dips({9: 2.0, 2: 1.5, 5: 1.4}) == [5]  # sizes in increasing order, whatever the dict's order
+    assert f_dips({3: 1.5, 4: 1.5}) == []  # level is not a fall
+    assert f_dips({}) == [] and f_dips({2: 1.4}) == []

@@ -185,12 +185,34 @@ def set_entry(key: str, index: int, value):
     return change
 
 
+def negative_entry(key: str, index: int):
+    def change(arrays):
+        arrays[key] = arrays[key].astype(np.int16)  # uint8 cannot hold -1
+        arrays[key][index] = -1
+
+    return change
+
+
+def repeat_next(key: str, offsets: str):
+    """The second next token of the first context with two or more made equal to its first."""
+
+    def change(arrays):
+        first = int(np.argmax(np.diff(arrays[offsets]) >= 2))
+        lo = arrays[offsets][first]
+        arrays[key] = arrays[key].copy()
+        arrays[key][lo + 1] = arrays[key][lo]
+
+    return change
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         (set_entry("unigram", 3, math.nan), "'unigram' must hold positive finite probabilities that sum to 1"),
         (set_entry("unigram", 3, -0.01), "'unigram' must hold positive finite probabilities"),
-        (set_entry("next2", 10, 98), "'next2' holds a token id >= vocab_size 98"),
+        (set_entry("next2", 10, 98), r"'next2' must hold token ids in \[0, 98\), got 0..98"),
+        (negative_entry("next1", 0), r"'next1' must hold token ids in \[0, 98\), got -1"),
+        (repeat_next("next1", "offsets1"), "'next1' repeats a next token within one context"),
         (set_entry("counts3", 0, 0), "'counts3' must be >= 1"),
         (set_entry("offsets1", 5, 10**9), "'offsets1' must rise strictly"),
         (set_entry("contexts2", 0, 98**2), "'contexts2' must be sorted distinct context ids"),
@@ -198,7 +220,19 @@ def set_entry(key: str, index: int, value):
         (lambda arrays: arrays.update(next1=arrays["next1"][:-1]), "tables of order 2 disagree in size"),
         (lambda arrays: arrays.update(counts2=arrays["counts2"].astype(np.float32)), "'counts2' must be a 1-D integer"),
     ],
-    ids=["nan", "negative", "id >= V", "zero count", "offsets", "contexts", "missing", "sizes", "dtype"],
+    ids=[
+        "nan",
+        "negative",
+        "id >= V",
+        "id < 0",
+        "repeated",
+        "zero count",
+        "offsets",
+        "contexts",
+        "missing",
+        "sizes",
+        "dtype",
+    ],
 )
 def test_a_corrupt_ngram_file_is_refused_at_loading_not_deep_inside_score(tmp_path, change, message):
     path = corrupt_draft(tmp_path, change)

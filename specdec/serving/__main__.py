@@ -12,14 +12,42 @@ from specdec.serving.server import make_server
 from specdec.serving.service import GenerationService
 
 
+def bounded(kind, low, high, what: str):
+    """An argparse type: a `kind` number in [low, high] (high None: no upper bound), or an argparse error."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+        if not (value >= low and (high is None or value <= high)):  # NaN fails too
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+
+    return parse
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m specdec.serving", description=__doc__)
-    parser.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0: any free port; default 8000)")
     parser.add_argument(
-        "--fail-rate", type=float, default=0.0, help="inject transient target failures on this fraction of calls"
+        "--port",
+        type=bounded(int, 0, 65535, "a port number in [0, 65535]"),
+        default=8000,
+        help="port on 127.0.0.1 (0: any free port; default 8000)",
     )
-    parser.add_argument("--attempts", type=int, default=5, help="attempts per target call before giving up")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--fail-rate",
+        type=bounded(float, 0.0, 0.99, "a fraction in [0, 0.99]"),
+        default=0.0,
+        help="inject transient target failures on this fraction of calls (default 0)",
+    )
+    parser.add_argument(
+        "--attempts",
+        type=bounded(int, 1, 100, "a whole number in [1, 100]"),
+        default=5,
+        help="attempts per target call before giving up (default 5)",
+    )
+    args = parser.parse_args(argv)  # every option checked here, before any model is loaded
     threadpool_limits(1, user_api="blas")  # small products: one BLAS thread is faster and steadier (notebook 07)
     target = specdec.load_model("target")
     if args.fail_rate:

@@ -225,9 +225,10 @@ def remote_target_costs(client, gammas=range(1, 9), seeds: int = 4, new_tokens: 
             plain = specdec.generate(target, prompt, new_tokens, params, np.random.default_rng(seed))
             plain_runs.append(plain.seconds / plain.tokens.size)
             for model, bucket in ((target, local_s), (remote, remote_s)):
-                r = specdec.speculative_generate(
-                    model, draft, prompt, new_tokens, params, gamma, np.random.default_rng(seed)
-                )
+                with remote.closing():  # the actor frees the remote run's state, whatever happens
+                    r = specdec.speculative_generate(
+                        model, draft, prompt, new_tokens, params, gamma, np.random.default_rng(seed)
+                    )
                 bucket.append(r.seconds / r.tokens.size)
             alphas.append(r.alpha)
         rows.append(
@@ -274,7 +275,8 @@ def when_remote_pays(
     for step in steps:
         slow = cluster.SlowModel(target, step)
         actor = client.submit(cluster.TargetActor, "target", step, actor=True, workers=[worker]).result()
-        models = {"plain": slow, "local": slow, "remote": cluster.RemoteModel(actor)}
+        remote = cluster.RemoteModel(actor)
+        models = {"plain": slow, "local": slow, "remote": remote}
         per_token = {key: [] for key in models}
         for seed in range(seeds):
             for key, model in models.items():
@@ -282,7 +284,8 @@ def when_remote_pays(
                 if key == "plain":
                     result = specdec.generate(model, prompt, new_tokens, params, rng)
                 else:
-                    result = specdec.speculative_generate(model, draft, prompt, new_tokens, params, gamma, rng)
+                    with remote.closing():  # frees the actor's state of a remote run
+                        result = specdec.speculative_generate(model, draft, prompt, new_tokens, params, gamma, rng)
                 per_token[key].append(result.seconds / result.tokens.size)
         m = {key: float(np.median(v)) for key, v in per_token.items()}
         rows.append(
@@ -348,13 +351,13 @@ def print_load_test(result, delta: dict) -> None:
     q = {p: loadtest.histogram_quantile(p / 100, cumulative) * 1e3 for p in (50, 95, 99)}
     generated = loadtest.metric(delta, "specdec_generated_tokens_total")
     requests = loadtest.metric(delta, "specdec_requests_total", outcome="ok")
-    accept = loadtest.metric(delta, "specdec_accepted_tokens_total") / loadtest.metric(
-        delta, "specdec_drafted_tokens_total"
-    )
+    alpha = loadtest.metric(delta, "specdec_accepted_tokens_total") / loadtest.metric(
+        delta, "specdec_tested_tokens_total"
+    )  # accepted / tested, notebook 10's alpha (accepted / drafted would underestimate it)
     print(
         f"from /metrics: {requests / result.wall:6.2f} requests/s, {generated / result.wall:7.1f} tokens/s,"
         f" generation p50 {q[50]:6.1f} ms, p95 {q[95]:6.1f} ms, p99 {q[99]:6.1f} ms (bucket-interpolated),"
-        f" acceptance {accept:.3f}"
+        f" alpha {alpha:.3f}"
     )
 
 

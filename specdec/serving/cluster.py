@@ -16,6 +16,8 @@ import functools
 import itertools
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -155,6 +157,10 @@ class TargetActor:
     def close(self, key: int) -> None:
         self.states.pop(key, None)
 
+    def open_states(self) -> int:
+        """How many decoding states are held: 0 when every caller closed what it started."""
+        return len(self.states)
+
     def score(self, key: int, rollback_to: int, tokens: list[int]) -> tuple[np.ndarray, float]:
         """Roll state `key` back to `rollback_to`, score `tokens`; the logits and the seconds it took here."""
         state = self.states[key]
@@ -199,9 +205,28 @@ class RemoteModel:
         self.name, self.vocab_size, self.max_context = actor.describe().result()
         self.name = f"remote {self.name}"
         self.calls, self.seconds_remote, self.seconds_total = 0, 0.0, 0.0
+        self.started: list[int] = []  # keys of the actor's states this model started and has not closed
 
     def start(self) -> RemoteState:
-        return RemoteState(self.actor.start().result())
+        state = RemoteState(self.actor.start().result())
+        self.started.append(state.key)
+        return state
+
+    @contextmanager
+    def closing(self) -> Iterator["RemoteModel"]:
+        """Inside the `with` block, generate as usual; on leaving it, even by an error, the actor frees
+        every decoding state started inside (one KV cache each), in a `finally`.
+
+            with remote.closing():
+                result = specdec.speculative_generate(remote, draft, prompt, 80, params, 4, rng)
+        """
+        before = len(self.started)
+        try:
+            yield self
+        finally:
+            opened, self.started = self.started[before:], self.started[:before]
+            for key in opened:
+                self.actor.close(key).result()
 
     def score(self, tokens, state: RemoteState) -> np.ndarray:
         tokens = [int(t) for t in np.asarray(tokens).reshape(-1)]

@@ -1,8 +1,10 @@
 """Prometheus metrics for the service (prometheus_client), in a registry of their own.
 
 Counters only ever grow, so Prometheus derives rates from them: tokens per second is
-`rate(specdec_generated_tokens_total[1m])`, the acceptance rate
-`rate(specdec_accepted_tokens_total[5m]) / rate(specdec_drafted_tokens_total[5m])`. Latencies are
+`rate(specdec_generated_tokens_total[1m])`, the acceptance rate α as notebook 10 defines it
+`rate(specdec_accepted_tokens_total[5m]) / rate(specdec_tested_tokens_total[5m])` (accepted over
+tested: the drafts after a round's first rejection are never tested, so accepted over drafted
+underestimates α). Latencies are
 histograms (cumulative bucket counters), so any percentile comes from the server side's buckets:
 `histogram_quantile(0.99, rate(specdec_request_seconds_bucket[5m]))`. A summary's quantiles could
 not be aggregated over several servers; a histogram's buckets can.
@@ -15,6 +17,13 @@ ROUND_BUCKETS = (0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012
 REQUEST_BUCKETS = (0.01, 0.02, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0)
 
 
+def drafts_tested(result) -> int:
+    """Drafts the target tested: in each round the accepted ones, plus the first rejected one if any."""
+    return sum(
+        n + (1 if n < g else 0) for n, g in zip(result.accepted_per_round, result.drafted_per_round, strict=True)
+    )
+
+
 class ServiceMetrics:
     """The service's counters and histograms, registered in `registry` (a fresh one by default)."""
 
@@ -25,6 +34,9 @@ class ServiceMetrics:
         self.generated = Counter("specdec_generated_tokens", "New tokens returned to clients", registry=r)
         self.drafted = Counter("specdec_drafted_tokens", "Draft tokens proposed", registry=r)
         self.accepted = Counter("specdec_accepted_tokens", "Draft tokens accepted by the target", registry=r)
+        self.tested = Counter(
+            "specdec_tested_tokens", "Draft tokens tested (the accepted, and each round's first rejected)", registry=r
+        )
         self.rounds = Counter("specdec_target_calls", "Target calls (speculative rounds)", registry=r)
         self.failures = Counter("specdec_target_failures", "Target calls that raised a transient error", registry=r)
         self.retries = Counter("specdec_target_retries", "Target calls retried after a transient error", registry=r)
@@ -45,6 +57,7 @@ class ServiceMetrics:
         self.generated.inc(result.tokens.size)
         self.drafted.inc(result.drafted)
         self.accepted.inc(result.accepted)
+        self.tested.inc(drafts_tested(result))
         self.rounds.inc(result.target_calls)
         self.request_seconds.observe(result.seconds)
         for seconds in round_seconds:

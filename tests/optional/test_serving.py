@@ -29,6 +29,7 @@ from specdec.serving.loadtest import (
     post_json,
     read_metrics,
 )
+from specdec.serving.metrics import drafts_tested
 from specdec.serving.retry import RetryingModel, RetryPolicy, TargetUnavailable, redrawing_speculative_generate
 from specdec.serving.server import BackgroundServer
 from specdec.serving.service import GenerationService
@@ -256,12 +257,19 @@ def test_metrics_parse_and_the_counters_equal_the_generated_statistics():
         ("specdec_generated_tokens_total", "new_tokens"),
         ("specdec_drafted_tokens_total", "drafted"),
         ("specdec_accepted_tokens_total", "accepted"),
+        ("specdec_tested_tokens_total", "tested"),
         ("specdec_target_calls_total", "target_calls"),
         ("specdec_target_failures_total", "target_failures"),
         ("specdec_target_retries_total", "retries"),
     ]:
         assert metric(samples, name) == sum(answer[key] for answer in answers), name
     assert metric(samples, "specdec_target_failures_total") > 0
+    local = specdec.speculative_generate(  # the first request in-process: its alpha, notebook 10's
+        TARGET, DRAFT, TOKENIZER.encode("import o"), 40, specdec.SamplingParams(), 2, np.random.default_rng(0), 0
+    )
+    assert answers[0]["alpha"] == pytest.approx(local.alpha) and answers[0]["tested"] == drafts_tested(local)
+    assert local.alpha > local.acceptance_rate  # accepted / drafted would understate it
+    assert all(answer["alpha"] == pytest.approx(answer["accepted"] / answer["tested"]) for answer in answers)
     assert metric(samples, "specdec_requests_total", outcome="ok") == 4
     assert metric(samples, "specdec_requests_total", outcome="bad_request") == 1
     assert metric(samples, "specdec_request_seconds_count") == 4
@@ -353,6 +361,18 @@ def test_the_dask_run_equals_the_sequential_run(client):
     assert [r["tokens"] for r in results] != [r["tokens"] for r in generate_sequential(jobs, root_seed=2025)]
 
 
+class NaNDraft:
+    """A draft whose logits are NaN: generation fails after the target's state was started."""
+
+    name, vocab_size, max_context = "nan draft", DRAFT.vocab_size, DRAFT.max_context
+
+    def start(self):
+        return DRAFT.start()
+
+    def score(self, tokens, state):
+        return DRAFT.score(tokens, state) * np.nan
+
+
 def test_a_target_on_another_worker_gives_the_same_tokens(client):
     from specdec.serving.cluster import RemoteModel, TargetActor
 
@@ -363,8 +383,36 @@ def test_a_target_on_another_worker_gives_the_same_tokens(client):
     calls = 0
     for seed in range(2):
         local = specdec.speculative_generate(TARGET, DRAFT, PROMPT, 50, params, 4, np.random.default_rng(seed))
-        far = specdec.speculative_generate(remote, DRAFT, PROMPT, 50, params, 4, np.random.default_rng(seed))
+        with remote.closing():
+            far = specdec.speculative_generate(remote, DRAFT, PROMPT, 50, params, 4, np.random.default_rng(seed))
         np.testing.assert_array_equal(far.tokens, local.tokens)
         calls += far.target_calls
     assert remote.calls == calls, "one round trip per round: rollbacks ride along with the next call"
     assert actor.where().result() == worker
+    assert actor.open_states().result() == 0  # every run's KV cache freed
+    with pytest.raises(ValueError, match="NaN"), remote.closing():  # an error inside: the state is freed all the same
+        specdec.speculative_generate(remote, NaNDraft(), PROMPT, 50, params, 4, np.random.default_rng(0))
+    assert actor.open_states().result() == 0
+    remote.start()  # without closing(): the leak the context manager prevents
+    assert actor.open_states().result() == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--port", "70000"], "--port: must be a port number in [0, 65535], got '70000'"),
+        (["--port", "-1"], "--port: must be a port number in [0, 65535]"),
+        (["--attempts", "0"], "--attempts: must be a whole number in [1, 100], got '0'"),
+        (["--fail-rate", "1.5"], "--fail-rate: must be a fraction in [0, 0.99], got '1.5'"),
+        (["--fail-rate", "nan"], "--fail-rate: must be a fraction in [0, 0.99], got 'nan'"),
+        (["--fail-rate", "1"], "--fail-rate: must be a fraction in [0, 0.99]"),
+    ],
+)
+def test_the_serving_cli_refuses_bad_options_before_loading_any_model(monkeypatch, capsys, argv, message):
+    from specdec.serving import __main__ as cli
+
+    monkeypatch.setattr(cli.specdec, "load_model", lambda *args: pytest.fail("a model was loaded"))
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    assert stopped.value.code == 2  # argparse's usage error, no traceback
+    assert message in capsys.readouterr().err
