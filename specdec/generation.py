@@ -91,8 +91,8 @@ def check_scores(logits, model, n_tokens: int, name: str = "model") -> np.ndarra
             f"({n_tokens}, {model.vocab_size}) for {model.name}, got {arr.shape}"
         )
     if arr.dtype.kind == "f":  # the hot path: one pass, then explain only if something is wrong
-        # a row's max is NaN or +inf if the row holds one, -inf if it is all -inf; the sum of the
-        # rows' maxima is finite exactly when every one is (a finite sum past 1e308 only sends it on)
+        # a row's max is NaN or +inf if the row holds one, -inf if it is all -inf, so the sum of the
+        # rows' maxima is finite when every row is fine (a sum that overflows takes the slow path)
         if math.isfinite(arr.max(axis=-1).sum()):
             return arr
     return check_logits(arr, f"{name}.score's logits")  # integers, or a bad row: it says which

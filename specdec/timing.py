@@ -123,7 +123,7 @@ def cost_ratios(times: Mapping[int, float]) -> dict[int, float]:
 
 
 def f_dips(f: Mapping[int, float]) -> list[int]:
-    """The n at which f falls: f(n) < f(m) for the next smaller n = m measured. [] when f increases.
+    """The n at which f falls: f(n) < f(m), m the next smaller size measured; [] when f increases.
 
     Scoring more positions cannot really cost less, so a dip is a BLAS kernel switching at that
     size (it stays when you measure again) or a busy moment of the machine (it moves).
