@@ -206,6 +206,18 @@ def test_top_k_rejects(wrong, capsys):
     assert "✗" in capsys.readouterr().out
 
 
+def test_top_k_without_the_early_return_is_told_why_k_at_least_v_fails(capsys):
+    def no_early_return(logits, k):  # np.partition with index V - k, negative once k > V
+        x = np.asarray(logits, dtype=np.float64)
+        j = x.shape[-1] - k
+        kth = np.partition(x, j, axis=-1)[..., j : j + 1]  # (..., 1)
+        return np.where(x >= kth, x, -np.inf)
+
+    assert not ex03.check_top_k_filter(no_early_return)
+    out = capsys.readouterr().out
+    assert "k = 10 is at least the row length 3" in out and "before looking for the k-th largest" in out, out
+
+
 @pytest.mark.parametrize(
     ("wrong", "words"),
     [

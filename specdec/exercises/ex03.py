@@ -483,6 +483,12 @@ def check_top_k_filter(fn) -> bool:
                     len(cases),
                 )
             if error is not None:
+                vocab = np.shape(logits)[-1]
+                if k >= vocab:  # the usual cause: no early return, np.partition given an index outside the row
+                    error += (
+                        f". Here k = {k} is at least the row length {vocab}, so every token survives: return a"
+                        " floating copy of the logits before looking for the k-th largest (there is none)"
+                    )
                 return verdict(name, error, len(cases))
             if not np.array_equal(logits, pristine):
                 return verdict(
