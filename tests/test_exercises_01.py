@@ -647,3 +647,16 @@ def test_entropy_says_it_changed_its_input(capsys):
 
 def test_entropy_stub_is_not_attempted(capsys):
     assert_fails(check_entropy_bits, stub, capsys, "not attempted yet")
+
+
+def test_a_one_token_row_returned_as_a_scalar_is_told_the_shape(capsys):
+    def scalar_for_one_token(logits, temperature):  # the mistake: [1.] flattened to 1.
+        probs = solution.stable_softmax(logits, temperature)
+        return probs[0] if np.shape(probs) == (1,) else probs
+
+    assert_fails(
+        check_stable_softmax,
+        scalar_for_one_token,
+        capsys,
+        "an array of shape (): the result keeps the input's shape (1,)",
+    )

@@ -114,12 +114,19 @@ def first_wrong(fn, cases, expected, *, what: str, float64: bool, noun: str = "l
         where = f"for input {describe(args, noun)}"
         if not close(got, answer, "float64" if float64 else "loose"):
             shown_answer, shown_got, gap = show_difference(got, answer)
-            note = f" (and it returned {dtype} {what}; float64 is asked)" if wrong_dtype else ""
-            if float64 and not note and close(got, answer, "loose"):
+            note = ""
+            shape = np.shape(got) if dtype is not None else None
+            if shape is not None and shape != np.shape(answer):
+                note = (
+                    f" (an array of shape {shape}: the result keeps the input's shape {np.shape(answer)},"
+                    " one value per token, even for a vocabulary of one)"
+                )
+            elif float64 and not wrong_dtype and close(got, answer, "loose"):
                 note = (
                     " (close, but not to float64 precision, as float32 arithmetic gives: compute in float64, as asked)"
                 )
-            return f"{where} expected {shown_answer}, got {shown_got}{gap}{note}"
+            lead = f"it returned {dtype} {what}; float64 is asked. And " if wrong_dtype else ""
+            return f"{lead}{where} expected {shown_answer}, got {shown_got}{gap}{note}"
         if wrong_dtype:
             return f"{where} it returned {dtype} {what}; float64 is asked (the values are right, only the dtype is not)"
     return None
