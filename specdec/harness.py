@@ -174,21 +174,22 @@ def turn_costs(plain: Sequence[dict], speculative: Sequence[dict]) -> dict:
     unit = steps / count if count else math.nan
     drafted = sum(t["drafted"] for t in speculative)
 
-    def per_n(key: str) -> dict[int, float]:
-        totals: dict[int, list] = {}
+    def totals(key: str) -> dict[int, list]:  # {n: [seconds, rounds]} over all runs
+        summed: dict[int, list] = {}
         for t in speculative:
             for n, (seconds, k) in t[key].items():
-                total = totals.setdefault(n, [0.0, 0])
+                total = summed.setdefault(n, [0.0, 0])
                 total[0], total[1] = total[0] + seconds, total[1] + k
-        return {n: totals[n][0] / totals[n][1] / unit for n in sorted(totals)}
+        return dict(sorted(summed.items()))
 
+    turns, calls = totals("turns"), totals("calls")
     return {
         "unit": unit,
         "c": sum(t["draft"] for t in speculative) / drafted / unit if drafted else math.nan,
-        "f": per_n("turns"),
-        "f_call": per_n("calls"),
+        "f": {n: seconds / k / unit for n, (seconds, k) in turns.items()},
+        "f_call": {n: seconds / k / unit for n, (seconds, k) in calls.items()},
         "prompt": sum(t["prompt"] for t in plain) / len(plain) / unit if plain else math.nan,
-        "rounds": {n: sum(t["turns"][n][1] for t in speculative if n in t["turns"]) for n in per_n("turns")},
+        "rounds": {n: k for n, (_, k) in turns.items()},
     }
 
 

@@ -29,8 +29,9 @@ def check_array_sizes(path: Path) -> None:
             with archive.open(info) as member:
                 try:
                     version = np.lib.format.read_magic(member)
-                    header = np.lib.format.read_array_header_1_0 if version == (1, 0) else None
-                    shape, _, dtype = (header or np.lib.format.read_array_header_2_0)(member)
+                    fmt = np.lib.format
+                    read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                    shape, _, dtype = read(member)
                 except ValueError as error:
                     raise ValueError(f"{path}: '{info.filename}' is not a readable array: {error}") from None
             size = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize  # float64: no overflow for absurd shapes

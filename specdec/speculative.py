@@ -119,9 +119,12 @@ class SpeculativeResult:
         Only tokens that were actually tested count: every accepted one, and one rejected
         token in each round that did not accept all of its drafts.
         """
-        rejected = sum(n < g for n, g in zip(self.accepted_per_round, self.drafted_per_round, strict=True))
-        tested = self.accepted + rejected
-        return self.accepted / tested if tested else 0.0
+        return self.accepted / self.tested if self.tested else 0.0
+
+    @property
+    def tested(self) -> int:
+        """Draft tokens the target tested: the accepted ones, and the first rejected one of each round."""
+        return self.accepted + sum(n < g for n, g in zip(self.accepted_per_round, self.drafted_per_round, strict=True))
 
     @property
     def tokens_per_call(self) -> float:

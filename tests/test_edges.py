@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import composed
 
 import specdec
 from specdec import SamplingParams, speculative_generate
@@ -86,16 +87,6 @@ def test_target_and_draft_must_share_a_vocabulary_either_way(target_vocab, draft
 
 
 # --- large vocabularies: ties with the k-th logit past the candidates ---------------------
-
-
-def composed(logits: np.ndarray, params: SamplingParams) -> np.ndarray:
-    """The pipeline the obvious way (as tests/test_pipeline.py writes it): each filter on the last one's output."""
-    x = (logits - logits.max(axis=-1, keepdims=True)) / params.temperature
-    if params.top_k is not None:
-        x = specdec.top_k_filter(x, params.top_k)
-    if params.top_p < 1:
-        x = specdec.top_p_filter(x, params.top_p)
-    return specdec.softmax(x)
 
 
 def test_large_vocabularies_with_many_ties_match_the_composed_filters():

@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from helpers import composed
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -20,20 +21,6 @@ params_strategy = st.builds(
     top_p=st.sampled_from([1.0, 0.95, 0.9, 0.5, 0.1, 1e-6]),
     min_p=st.sampled_from([0.0, 0.05, 0.3, 1.0]),
 )
-
-
-def composed(logits: np.ndarray, params: SamplingParams) -> np.ndarray:
-    """The pipeline written the obvious way: each filter on the previous filter's output."""
-    if params.temperature == 0:
-        return specdec.softmax(logits, 0)
-    x = (logits - logits.max(axis=-1, keepdims=True)) / params.temperature
-    if params.top_k is not None:
-        x = specdec.top_k_filter(x, params.top_k)
-    if params.top_p < 1:
-        x = specdec.top_p_filter(x, params.top_p)
-    if params.min_p > 0:
-        x = specdec.min_p_filter(x, params.min_p)
-    return specdec.softmax(x)
 
 
 @given(logit_rows, params_strategy)

@@ -13,14 +13,14 @@ from specdec.serving.service import GenerationService
 
 
 def bounded(kind, low, high, what: str):
-    """An argparse type: a `kind` number in [low, high] (high None: no upper bound), or an argparse error."""
+    """An argparse type: a `kind` number in [low, high], or an argparse error."""
 
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-        if not (value >= low and (high is None or value <= high)):  # NaN fails too
+        if not low <= value <= high:  # NaN fails too
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
         return value
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import specdec
-from specdec.serving.metrics import RoundClock, ServiceMetrics, drafts_tested
+from specdec.serving.metrics import RoundClock, ServiceMetrics
 from specdec.serving.retry import RetryingModel, RetryPolicy, TargetUnavailable
 from specdec.tokenizer import CHARACTERS, END
 
@@ -209,7 +209,7 @@ class GenerationService:
             "draft_calls": result.draft_calls,
             "drafted": result.drafted,
             "accepted": result.accepted,
-            "tested": drafts_tested(result),
+            "tested": result.tested,
             "acceptance_rate": result.acceptance_rate,
             "alpha": result.alpha,
             "tokens_per_call": result.tokens_per_call,
