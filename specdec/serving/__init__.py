@@ -9,9 +9,11 @@ Optional: the submodules import their own extra dependencies (requirements-extra
              (tenacity), rolling its decoding state back first, so the output stays exact; and
              `redrawing_speculative_generate`, the naive retry kept as a negative control
 * `metrics`  Prometheus counters and histograms (prometheus_client)
-* `service`  request validation and generation, independent of HTTP
-* `server`   the HTTP server (standard library): POST /generate, GET /metrics;
-             `python -m specdec.serving` starts it on 127.0.0.1
+* `service`  the request schema (pydantic), validation and generation with a deadline and
+             cancellation, independent of HTTP
+* `app`      the HTTP service (Starlette on uvicorn): POST /v1/completions (OpenAI's API, with
+             streaming), GET /v1/models, GET /metrics, GET /health, and the limits a real server
+             needs; `python -m specdec.serving` starts it on 127.0.0.1
 * `loadtest` a bounded load test against a local server, and the same figures read from /metrics
 * `cluster`  scale-out on dask.distributed: many requests on many workers, and a remote target
 """

@@ -1,6 +1,12 @@
-"""python -m specdec.serving [--port 8000] [--fail-rate 0.1]: serve the bundled models on 127.0.0.1."""
+"""python -m specdec.serving [--port 8000] [--fail-rate 0.1]: serve the bundled models on 127.0.0.1.
+
+An OpenAI-compatible completions API (POST /v1/completions), GET /v1/models, GET /metrics and
+GET /health, on uvicorn. Every option is checked before any model loads.
+"""
 
 import argparse
+import ipaddress
+import sys
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -8,7 +14,6 @@ from threadpoolctl import threadpool_limits
 import specdec
 from specdec.serving.faults import FlakyModel
 from specdec.serving.retry import RetryPolicy
-from specdec.serving.server import make_server
 from specdec.serving.service import GenerationService
 
 
@@ -30,10 +35,27 @@ def bounded(kind, low, high, what: str):
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m specdec.serving", description=__doc__)
     parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only; anything else is warned about)",
+    )
+    parser.add_argument(
         "--port",
         type=bounded(int, 0, 65535, "a port number in [0, 65535]"),
         default=8000,
-        help="port on 127.0.0.1 (0: any free port; default 8000)",
+        help="port (0: any free port; default 8000)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=bounded(float, 0.1, 600.0, "a number of seconds in [0.1, 600]"),
+        default=30.0,
+        help="each request's deadline in seconds, retries included (default 30)",
+    )
+    parser.add_argument(
+        "--max-generations",
+        type=bounded(int, 1, 256, "a whole number in [1, 256]"),
+        default=4,
+        help="generations at once; beyond it requests get 503 with Retry-After (default 4)",
     )
     parser.add_argument(
         "--fail-rate",
@@ -48,20 +70,35 @@ def main(argv=None) -> None:
         help="attempts per target call before giving up (default 5)",
     )
     args = parser.parse_args(argv)  # every option checked here, before any model is loaded
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        parser.error(f"argument --host: must be an IP address such as 127.0.0.1, got {args.host!r}")
+    # Imported here: uvicorn and starlette load only once the options are known to be good.
+    import uvicorn
+
+    from specdec.serving.app import Limits, bind, uvicorn_config
+
     threadpool_limits(1, user_api="blas")  # small products: one BLAS thread is faster and steadier (notebook 07)
     target = specdec.load_model("target")
     if args.fail_rate:
         target = FlakyModel(target, args.fail_rate, np.random.default_rng(), mid_forward=0.5)
-    service = GenerationService(target=target, policy=RetryPolicy(attempts=args.attempts))
-    server = make_server(service, "127.0.0.1", args.port)
-    host, port = server.server_address[:2]
-    print(f"serving on http://{host}:{port}  (POST /generate, GET /metrics; Ctrl-C stops)", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    service = GenerationService(target=target, policy=RetryPolicy(attempts=args.attempts), timeout=args.timeout)
+    limits = Limits(max_generations=args.max_generations)
+    sock = bind(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    if not loopback:
+        print(
+            f"warning: listening on {host}, not only on this machine: the service has no authentication,"
+            " no TLS and no rate limit per client; put it behind a proxy that adds them",
+            file=sys.stderr,
+            flush=True,
+        )
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    print(
+        f"serving on {url}  (POST /v1/completions, GET /v1/models, GET /metrics, GET /health; Ctrl-C stops)", flush=True
+    )
+    uvicorn.Server(uvicorn_config(service, limits, host, port, "warning")).run(sockets=[sock])
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import numpy as np
 from distributed import Client, LocalCluster, get_worker
 
 import specdec
-from specdec.serving.service import DEFAULTS
 from specdec.timing import blas_threads
 from specdec.tokenizer import END
 
@@ -34,9 +33,9 @@ class Job:
     """One generation request: a prompt (text), its length and sampling parameters, and gamma."""
 
     prompt: str
-    max_new_tokens: int = DEFAULTS["max_new_tokens"]
+    max_new_tokens: int = 64
     params: specdec.SamplingParams = specdec.SamplingParams()
-    gamma: int = DEFAULTS["gamma"]
+    gamma: int = 4
 
 
 @functools.cache

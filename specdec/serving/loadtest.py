@@ -5,16 +5,14 @@ a fixed number of requests, a fixed number of concurrent clients, and a duration
 no new request is sent. Every request sent is accounted for: answered (by status) or failed.
 """
 
-import json
 import math
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+import httpx
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -29,24 +27,21 @@ def check_local(url: str) -> str:
 
 
 def post_json(url: str, path: str, body, timeout: float = 30.0) -> tuple[int, dict]:
-    """POST a JSON body (or raw bytes) to a local server; (status, decoded JSON body)."""
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    request = urllib.request.Request(
-        check_local(url) + path, data=data, headers={"Content-Type": "application/json"}, method="POST"
+    """POST a JSON body (or raw bytes, sent as application/json) to a local server; (status, JSON answer)."""
+    content = body if isinstance(body, bytes) else None
+    response = httpx.post(
+        check_local(url) + path,
+        content=content,
+        json=None if content is not None else body,
+        headers={"Content-Type": "application/json"},
+        timeout=timeout,
     )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+    return response.status_code, response.json()
 
 
 def get_text(url: str, path: str, timeout: float = 10.0) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(check_local(url) + path, timeout=timeout) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
+    response = httpx.get(check_local(url) + path, timeout=timeout)
+    return response.status_code, response.text
 
 
 @dataclass
@@ -55,7 +50,8 @@ class LoadTestResult:
     not_sent: int  # requests the duration bound stopped before they were sent
     statuses: dict = field(default_factory=dict)  # status -> count (0: no answer at all)
     latencies: list = field(default_factory=list)  # seconds, answered requests
-    tokens: int = 0
+    tokens: int = 0  # completion tokens in the 200 answers
+    texts: dict = field(default_factory=dict)  # index of the body -> text of its 200 answer
     wall: float = 0.0
 
     @property
@@ -71,25 +67,32 @@ class LoadTestResult:
 
 
 def load_test(url: str, bodies: list, concurrency: int = 4, duration: float = 60.0, timeout: float = 30.0):
-    """Send each body once (at most `concurrency` at a time, none after `duration` seconds)."""
+    """POST each body once to /v1/completions (at most `concurrency` at a time, none after `duration` s)."""
     url = check_local(url)
     if not 1 <= concurrency <= 64:
         raise ValueError(f"concurrency must be in [1, 64], got {concurrency}")
     result = LoadTestResult(0, 0)
     lock = threading.Lock()
     start = time.perf_counter()
+    local, clients = threading.local(), []  # one connection pool per client thread
 
-    def one(body) -> None:
+    def one(indexed) -> None:
+        index, body = indexed
         if time.perf_counter() - start > duration:
             with lock:
                 result.not_sent += 1
             return
+        if not hasattr(local, "client"):
+            local.client = httpx.Client(base_url=url, timeout=timeout)
+            with lock:
+                clients.append(local.client)
         with lock:
             result.sent += 1
         sent = time.perf_counter()
         try:
-            status, answer = post_json(url, "/generate", body, timeout)
-        except (OSError, ValueError):
+            response = local.client.post("/v1/completions", json=body)
+            status, answer = response.status_code, response.json()
+        except (httpx.HTTPError, ValueError):
             status, answer = 0, {}
         seconds = time.perf_counter() - sent
         with lock:
@@ -97,10 +100,13 @@ def load_test(url: str, bodies: list, concurrency: int = 4, duration: float = 60
             if status:
                 result.latencies.append(seconds)
             if status == 200:
-                result.tokens += answer["new_tokens"]
+                result.tokens += answer["usage"]["completion_tokens"]
+                result.texts[index] = answer["choices"][0]["text"]
 
     with ThreadPoolExecutor(concurrency) as pool:
-        list(pool.map(one, bodies))
+        list(pool.map(one, enumerate(bodies)))
+    for client in clients:
+        client.close()
     result.wall = time.perf_counter() - start
     return result
 

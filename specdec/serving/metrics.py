@@ -17,15 +17,41 @@ ROUND_BUCKETS = (0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012
 REQUEST_BUCKETS = (0.01, 0.02, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0)
 
 
+# Every request is counted once, by the status it got and why (code "499": the client closed the
+# connection before an answer, nginx's convention; the answer was never sent).
+OUTCOMES = {
+    "ok": "200",
+    "bad_request": "400",  # not JSON, or not HTTP (uvicorn's parser refused the framing)
+    "not_found": "404",
+    "method_not_allowed": "405",
+    "timeout": "408",  # the headers or the body came too slowly
+    "too_large": "413",
+    "unsupported_media_type": "415",
+    "invalid_field": "422",
+    "headers_too_large": "431",
+    "aborted": "499",
+    "error": "500",
+    "rejected": "503",  # too many generations at once, or too many connections
+    "unavailable": "503",  # the target kept failing
+    "deadline": "504",
+    "version_not_supported": "505",
+}
+
+
 class ServiceMetrics:
     """The service's counters and histograms, registered in `registry` (a fresh one by default)."""
 
     def __init__(self, registry: CollectorRegistry | None = None):
         self.registry = CollectorRegistry() if registry is None else registry
         r = self.registry
-        self.requests = Counter("specdec_requests", "HTTP requests to /generate, by outcome", ["outcome"], registry=r)
-        self.generated = Counter("specdec_generated_tokens", "New tokens returned to clients", registry=r)
-        self.drafted = Counter("specdec_drafted_tokens", "Draft tokens proposed", registry=r)
+        self.requests = Counter(
+            "specdec_requests", "HTTP requests, by status and outcome", ["code", "outcome"], registry=r
+        )
+        self.generated = Counter("specdec_generated_tokens", "New tokens sent to clients", registry=r)
+        self.discarded = Counter(
+            "specdec_discarded_tokens", "Tokens generated but not sent (deadline, client gone)", ["reason"], registry=r
+        )
+        self.drafted = Counter("specdec_drafted_tokens", "Draft tokens proposed (finished generations)", registry=r)
         self.accepted = Counter("specdec_accepted_tokens", "Draft tokens accepted by the target", registry=r)
         self.tested = Counter(
             "specdec_tested_tokens", "Draft tokens tested (the accepted, and each round's first rejected)", registry=r
@@ -34,25 +60,29 @@ class ServiceMetrics:
         self.failures = Counter("specdec_target_failures", "Target calls that raised a transient error", registry=r)
         self.retries = Counter("specdec_target_retries", "Target calls retried after a transient error", registry=r)
         self.gave_up = Counter("specdec_target_gave_up", "Generations abandoned after the retries ran out", registry=r)
-        self.in_progress = Gauge("specdec_requests_in_progress", "Requests being generated now", registry=r)
+        self.in_progress = Gauge("specdec_requests_in_progress", "Generations running now", registry=r)
         self.request_seconds = Histogram(
-            "specdec_request_seconds", "Generation time per request", buckets=REQUEST_BUCKETS, registry=r
+            "specdec_request_seconds", "Generation time per answered request", buckets=REQUEST_BUCKETS, registry=r
         )
         self.round_seconds = Histogram(
             "specdec_round_seconds", "Time per speculative round (draft + verify)", buckets=ROUND_BUCKETS, registry=r
         )
-        for outcome in ("ok", "bad_request", "unavailable", "error"):
-            self.requests.labels(outcome)  # every series exists from the start, at 0
+        for outcome, code in OUTCOMES.items():
+            self.requests.labels(code, outcome)  # every series exists from the start, at 0
 
-    def record_generation(self, result, round_seconds: list[float]) -> None:
-        """Count one finished generation (a SpeculativeResult) and its rounds' durations."""
-        self.requests.labels("ok").inc()
-        self.generated.inc(result.tokens.size)
+    def record_request(self, outcome: str, tokens: int = 0, seconds: float | None = None) -> None:
+        """Count one request by its outcome (a key of OUTCOMES), the tokens sent and, if answered, its time."""
+        self.requests.labels(OUTCOMES[outcome], outcome).inc()
+        self.generated.inc(tokens)
+        if seconds is not None:
+            self.request_seconds.observe(seconds)
+
+    def record_work(self, result, round_seconds: list[float]) -> None:
+        """Count one finished generation's work (a SpeculativeResult) and its rounds' durations."""
         self.drafted.inc(result.drafted)
         self.accepted.inc(result.accepted)
         self.tested.inc(result.tested)
         self.rounds.inc(result.target_calls)
-        self.request_seconds.observe(result.seconds)
         for seconds in round_seconds:
             self.round_seconds.observe(seconds)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, stop_before_delay
+from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
 from specdec.pipeline import SamplingParams
@@ -34,6 +35,10 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (TransientError, TimeoutErro
 
 class TargetUnavailable(RuntimeError):
     """The target kept failing: retries exhausted or deadline reached. The generation is abandoned."""
+
+
+class DeadlineReached(TargetUnavailable):
+    """The target kept failing until the caller's deadline (`RetryingModel(until=...)`) left no time to retry."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,16 @@ class ExponentialJitter(wait_base):
         return backoff + self.jitter * float(self.rng.random())
 
 
+class stop_when(stop_base):  # noqa: N801 (tenacity's naming)
+    """tenacity stop: stop when `condition(retry_state)` holds."""
+
+    def __init__(self, condition: Callable[[object], bool]):
+        self.condition = condition
+
+    def __call__(self, retry_state) -> bool:
+        return self.condition(retry_state)
+
+
 def _raise(error: BaseException):
     raise error
 
@@ -89,6 +104,8 @@ class RetryingModel:
     attempt, so nothing a failed attempt wrote survives. `retries` and `failures` count what
     happened (over this wrapper's life); `on_failure(error)` and `on_retry(seconds)` are
     optional hooks (metrics). `sleep` is what waits (tests pass a recorder instead of sleeping).
+    `until`: a time.monotonic() after which no attempt starts and no back-off sleeps past it (a
+    request's deadline, which covers all its calls; the policy's deadline is per call).
     """
 
     def __init__(
@@ -99,14 +116,19 @@ class RetryingModel:
         on_failure: Callable[[BaseException], None] | None = None,
         on_retry: Callable[[float], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        until: float | None = None,
     ):
         self.model, self.policy = model, policy
         self.name, self.vocab_size, self.max_context = model.name, model.vocab_size, model.max_context
         jitter_rng = np.random.default_rng() if jitter_rng is None else jitter_rng
         self.on_failure, self.on_retry = on_failure, on_retry
         self.failures = self.retries = 0
+        stop = stop_after_attempt(policy.attempts) | stop_before_delay(policy.deadline)
+        self.until, self.out_of_time = until, False
+        if until is not None:
+            stop = stop | stop_when(self._no_time_left)
         self.retrying = Retrying(  # built once, used only after a failure
-            stop=stop_after_attempt(policy.attempts) | stop_before_delay(policy.deadline),
+            stop=stop,
             wait=ExponentialJitter(policy.initial, policy.maximum, policy.jitter, jitter_rng),
             retry=retry_if_exception_type(policy.transient),
             before_sleep=self._before_sleep,
@@ -135,6 +157,11 @@ class RetryingModel:
         except RetryError as gave_up:
             state.rollback(length)  # leave the state as the failed call found it
             last = gave_up.last_attempt.exception()
+            if self.out_of_time:
+                raise DeadlineReached(
+                    f"target {self.name!r} failed {gave_up.last_attempt.attempt_number} time(s) in a row and the"
+                    f" caller's deadline left no time for another attempt. Last error: {last}"
+                ) from last
             raise TargetUnavailable(
                 f"target {self.name!r} failed {gave_up.last_attempt.attempt_number} time(s) in a row"
                 f" ({time.monotonic() - started:.3f} s, at most {self.policy.attempts} attempts within"
@@ -143,6 +170,10 @@ class RetryingModel:
         except BaseException:  # not transient: raised at once, without a retry
             state.rollback(min(length, state.length))
             raise
+
+    def _no_time_left(self, retry_state) -> bool:
+        self.out_of_time = time.monotonic() + (retry_state.upcoming_sleep or 0.0) >= self.until
+        return self.out_of_time
 
     def _attempt(self, tokens, state, length: int) -> np.ndarray:
         if state.length != length:

@@ -1,239 +1,368 @@
-"""The service without HTTP: validate a request, generate with retries, count it in the metrics.
+"""The service without HTTP: parse an OpenAI-style completion request, generate it, count it.
 
-`GenerationService.handle(body)` takes the raw request body (bytes) and returns (HTTP status,
-JSON-able dict); the HTTP server only moves bytes. Every bad request is refused before any
-generation, with status 400 and a JSON error naming the field and what is allowed.
+`GenerationService.parse(raw)` turns a request body (bytes) into a `Request`, or raises
+`ServiceError` (an HTTP status and an error in the OpenAI shape) naming the field at fault: the
+JSON is decoded strictly (UTF-8 only, no duplicate keys, no NaN), the fields are checked by a
+pydantic model in strict mode (no "1" for 1, no true for 1, no unknown fields), and what depends
+on the models (the prompt's characters, the context length) is checked after that. Every bad
+request is refused before any generation.
+
+`GenerationService.complete(request, ...)` generates one request with the exact retries of
+`specdec.serving.retry`, and stops early (raising `ServiceError`) when the request's deadline
+passes or when `cancelled` is set (the client went away). `on_tokens` receives each round's
+tokens as soon as they are verified (streaming). The HTTP layer, `specdec.serving.app`, only
+moves bytes and counts what it sent.
 """
 
 import json
 import math
 import threading
 import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import specdec
 from specdec.serving.metrics import RoundClock, ServiceMetrics
-from specdec.serving.retry import RetryingModel, RetryPolicy, TargetUnavailable
+from specdec.serving.retry import DeadlineReached, RetryingModel, RetryPolicy, TargetUnavailable
 from specdec.tokenizer import CHARACTERS, END
 
 MAX_GAMMA = 16
 MAX_SEED = 2**63 - 1
+MAX_TOP_K = 2**31 - 1
+MODEL = "specdec-bundled"  # the name clients put in "model": the bundled target with its draft
 ALLOWED = {
+    "model": f'"{MODEL}" (GET /v1/models lists it)',
     "prompt": "a non-empty string of newlines and printable ASCII characters",
-    "max_new_tokens": "an integer in [1, {max_context}], with prompt + max_new_tokens - 1 <= {max_context}",
+    "max_tokens": "an integer in [1, {max_context}], with prompt + max_tokens - 1 <= {max_context}",
     "temperature": "a number >= 0 (0 means greedy)",
-    "top_k": "an integer >= 1, or null (no top-k)",
     "top_p": "a number in (0, 1] (1 means no top-p)",
+    "n": "1 (one completion per request)",
+    "stream": "true or false",
+    "stream_options": '{{"include_usage": true or false}}, with stream true',
+    "seed": f"an integer in [0, {MAX_SEED}], or null for a fresh seed (the response says which)",
+    "top_k": f"an integer in [1, {MAX_TOP_K}], or null (no top-k)",
     "min_p": "a number in [0, 1] (0 means no min-p)",
     "gamma": f"an integer in [1, {MAX_GAMMA}]",
     "verify": '"token" (one draft at a time, notebook 09) or "block" (the drafts judged together, notebook 11)',
-    "seed": f"an integer in [0, {MAX_SEED}], or null for a fresh seed (the response says which)",
-}
-DEFAULTS = {
-    "max_new_tokens": 64,
-    "temperature": 1.0,
-    "top_k": None,
-    "top_p": 1.0,
-    "min_p": 0.0,
-    "gamma": 4,
-    "verify": "token",
-    "seed": None,
 }
 
 
-class BadRequest(ValueError):
-    """A request the service refuses: status 4xx, a message, and the field at fault (if any)."""
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    include_usage: bool = False
 
-    def __init__(self, message: str, field: str | None = None, allowed: str | None = None, status: int = 400):
+
+class CompletionRequest(BaseModel):
+    """The body of POST /v1/completions: OpenAI's fields this service supports, and its own four.
+
+    OpenAI's: model, prompt (one string), max_tokens, temperature, top_p, n (1 only), stream,
+    stream_options, seed. This service's: top_k, min_p, gamma and verify. Strict: a field of the
+    wrong JSON type is refused, never converted.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model: str
+    prompt: str
+    max_tokens: int = Field(16, ge=1)  # OpenAI's default
+    temperature: float = Field(1.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    n: int = Field(1, ge=1, le=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)
+    top_k: int | None = Field(None, ge=1, le=MAX_TOP_K)
+    min_p: float = Field(0.0, ge=0.0, le=1.0)
+    gamma: int = Field(4, ge=1, le=MAX_GAMMA)
+    verify: Literal["token", "block"] = "token"
+
+
+class ServiceError(Exception):
+    """A request the service does not complete: an HTTP status and an error in OpenAI's shape.
+
+    kind: OpenAI's error "type" (invalid_request_error for the client's mistakes, server_error
+    for ours); code: a short machine-readable reason; param: the field at fault, if any.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str,
+        param: str | None = None,
+        kind: str | None = None,
+        headers: dict | None = None,
+    ):
         super().__init__(message)
-        self.message, self.field, self.allowed, self.status = message, field, allowed, status
+        self.status, self.message, self.code, self.param = status, message, code, param
+        self.kind = kind or ("invalid_request_error" if status < 500 or status == 505 else "server_error")
+        self.headers = headers or {}
 
     def body(self) -> dict:
-        body = {"error": self.message}
-        if self.field is not None:
-            body["field"] = self.field
-        if self.allowed is not None:
-            body["allowed"] = self.allowed
-        return body
+        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
 
 
 @dataclass(frozen=True)
 class Request:
     prompt: list[int]
-    max_new_tokens: int
+    max_tokens: int
     params: specdec.SamplingParams
     gamma: int
     seed: int
     verify: str = "token"
+    stream: bool = False
+    include_usage: bool = False
+
+
+def _refuse_duplicates(pairs: list) -> dict:
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ServiceError(400, f"the body's JSON repeats the key(s) {repeated}: give each field once", "invalid_json")
+    return dict(pairs)
 
 
 def _refuse_constant(name: str):
-    raise BadRequest(f"the body is not valid JSON: {name} is not a JSON number")
+    raise ServiceError(400, f"the body is not valid JSON: {name} is not a JSON number", "invalid_json")
 
 
-def _integer(body: dict, field: str, low: int, high: int | None, allowed: str) -> int:
-    value = body[field]
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        raise BadRequest(f"{field} must be {allowed}, got {json.dumps(value)}", field, allowed)
-    return value
+def decode_json(raw: bytes):
+    """The JSON value in `raw`, decoded strictly, or ServiceError 400 saying what is wrong."""
+    try:
+        text = raw.decode("utf-8")  # strict: UTF-16, Latin-1 or stray bytes are refused here
+    except UnicodeDecodeError:
+        raise ServiceError(400, "the body must be UTF-8 encoded JSON", "invalid_json") from None
+    try:
+        return json.loads(text, object_pairs_hook=_refuse_duplicates, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as error:
+        raise ServiceError(400, f"the body is not valid JSON: {error}", "invalid_json") from None
+    except RecursionError:
+        raise ServiceError(400, "the body is not valid JSON here: nested too deeply", "invalid_json") from None
+    except ValueError:  # an integer of more than 4,300 digits (Python's int_max_str_digits)
+        raise ServiceError(
+            400, "the body is not valid JSON here: an integer has more than 4300 digits", "invalid_json"
+        ) from None
+
+
+def _shown(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class GenerationService:
-    """Speculative generation behind a request/response interface, with retries and metrics.
+    """Speculative generation behind a request interface, with retries, a deadline and metrics.
 
     target, draft: the models (shared by all requests; each request gets its own decoding
-    states). target failures that are transient are retried under `policy`.
+    states). Transient target failures are retried under `policy`; `timeout` is each request's
+    deadline in seconds, retries included.
     """
 
-    def __init__(self, target=None, draft=None, tokenizer=None, policy: RetryPolicy | None = None, metrics=None):
+    def __init__(
+        self,
+        target=None,
+        draft=None,
+        tokenizer=None,
+        policy: RetryPolicy | None = None,
+        metrics: ServiceMetrics | None = None,
+        timeout: float = 30.0,
+    ):
+        if not (isinstance(timeout, int | float) and 0 < timeout < math.inf):
+            raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
         self.target = specdec.load_model("target") if target is None else target
         self.draft = specdec.load_model("draft") if draft is None else draft
         self.tokenizer = specdec.load_tokenizer() if tokenizer is None else tokenizer
         self.policy = RetryPolicy() if policy is None else policy
         self.metrics = ServiceMetrics() if metrics is None else metrics
+        self.timeout = float(timeout)
         self.max_context = min(self.target.max_context, self.draft.max_context)
         self.allowed = {field: text.format(max_context=self.max_context) for field, text in ALLOWED.items()}
         self._seeds = np.random.default_rng()  # fresh seeds for requests that bring none
         self._lock = threading.Lock()
 
     def parse(self, raw: bytes) -> Request:
-        """The request in `raw` (a JSON object), or BadRequest naming the field at fault."""
+        """The request in `raw`, or ServiceError (400 bad JSON, 404 unknown model, 422 a bad field)."""
+        body = decode_json(raw)
         try:
-            body = json.loads(raw, parse_constant=_refuse_constant)
-        except UnicodeDecodeError:
-            raise BadRequest("the body must be UTF-8 encoded JSON") from None
-        except json.JSONDecodeError as error:
-            raise BadRequest(f"the body is not valid JSON: {error}") from None
-        if not isinstance(body, dict):
-            raise BadRequest(f"the body must be a JSON object with the fields {sorted(ALLOWED)}")
-        unknown = sorted(set(body) - set(ALLOWED))
-        if unknown:
-            raise BadRequest(f"unknown field(s) {unknown}; allowed fields: {sorted(ALLOWED)}", unknown[0])
-        if "prompt" not in body:
-            raise BadRequest("the field 'prompt' is required", "prompt", self.allowed["prompt"])
-        body = {**DEFAULTS, **body}
-        prompt = body["prompt"]
-        if not isinstance(prompt, str) or not prompt:
-            raise BadRequest(
-                f"prompt must be {self.allowed['prompt']}, got {json.dumps(prompt)[:40]}",
-                "prompt",
-                self.allowed["prompt"],
+            fields = CompletionRequest.model_validate(body)
+        except ValidationError as error:
+            first = error.errors()[0]
+            param = str(first["loc"][0]) if first["loc"] else None
+            if param is None:
+                message = f"the body must be a JSON object with the fields {sorted(ALLOWED)}"
+            elif first["type"] == "extra_forbidden":
+                message = f"unknown field {param!r}; allowed fields: {sorted(ALLOWED)}"
+            elif first["type"] == "missing":
+                message = f"the field {param!r} is required: {self.allowed[param]}"
+            else:
+                got = _shown(first["input"])
+                message = (
+                    f"{param} must be {self.allowed[param]}, got {got} ({first['msg'][0].lower()}{first['msg'][1:]})"
+                )
+            raise ServiceError(422, message, "invalid_field", param) from None
+        if fields.model != MODEL:
+            raise ServiceError(
+                404,
+                f"the model {_shown(fields.model)} does not exist; this server serves {MODEL!r}",
+                "model_not_found",
+                "model",
             )
+        return self._check(fields)
+
+    def _refuse(self, param: str, message: str) -> ServiceError:
+        return ServiceError(422, message, "invalid_field", param)
+
+    def _check(self, fields: CompletionRequest) -> Request:
+        """The checks that depend on the models: the prompt's characters and length, the sampling ranges."""
+        prompt = fields.prompt
+        if not prompt:
+            raise self._refuse("prompt", f'prompt must be {self.allowed["prompt"]}, got ""')
         outside = sorted({char for char in prompt if char not in CHARACTERS})
         if outside:
-            raise BadRequest(
-                f"prompt holds characters outside the vocabulary: {''.join(outside)[:20]!r}",
-                "prompt",
-                self.allowed["prompt"],
-            )
+            raise self._refuse("prompt", f"prompt holds characters outside the vocabulary: {''.join(outside)[:20]!r}")
         tokens = self.tokenizer.encode(prompt)
         if len(tokens) > self.max_context:
-            raise BadRequest(
-                f"prompt is {len(tokens)} tokens long, more than max_context {self.max_context}",
-                "prompt",
-                self.allowed["prompt"] + f" of at most {self.max_context} characters",
+            raise self._refuse(
+                "prompt", f"prompt is {len(tokens)} tokens long, more than max_context {self.max_context}"
             )
-        max_new = _integer(body, "max_new_tokens", 1, self.max_context, self.allowed["max_new_tokens"])
-        if len(tokens) + max_new - 1 > self.max_context:
-            raise BadRequest(
-                f"prompt ({len(tokens)} tokens) + max_new_tokens ({max_new}) needs {len(tokens) + max_new - 1}"
-                f" positions, more than max_context {self.max_context}",
-                "max_new_tokens",
-                f"an integer in [1, {self.max_context - len(tokens) + 1}] for this prompt",
+        if fields.max_tokens > self.max_context or len(tokens) + fields.max_tokens - 1 > self.max_context:
+            raise self._refuse(
+                "max_tokens",
+                f"prompt ({len(tokens)} tokens) + max_tokens ({_shown(fields.max_tokens)}) is more than max_context"
+                f" {self.max_context} allows: max_tokens must be in [1, {self.max_context - len(tokens) + 1}] here",
             )
-        gamma = _integer(body, "gamma", 1, MAX_GAMMA, self.allowed["gamma"])
-        if body["verify"] not in ("token", "block"):  # JSON strings only: a list or number is not a rule either
-            raise BadRequest(
-                f"verify must be {self.allowed['verify']}, got {json.dumps(body['verify'])[:40]}",
-                "verify",
-                self.allowed["verify"],
-            )
-        seed = body["seed"]
+        if fields.stream_options is not None and not fields.stream:
+            raise self._refuse("stream_options", f"stream_options must be {self.allowed['stream_options']}")
+        params = specdec.SamplingParams(fields.temperature, fields.top_k, fields.top_p, fields.min_p)  # in range
+        seed = fields.seed
         if seed is None:
             with self._lock:
                 seed = int(self._seeds.integers(MAX_SEED))
-        seed = _integer({"seed": seed}, "seed", 0, MAX_SEED, self.allowed["seed"])
-        for field in ("temperature", "top_p", "min_p"):
-            value = body[field]
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise BadRequest(
-                    f"{field} must be {self.allowed[field]}, got {json.dumps(value)}", field, self.allowed[field]
-                )
-        if body["top_k"] is not None:
-            _integer(body, "top_k", 1, None, self.allowed["top_k"])
-        for field in (
-            "temperature",
-            "top_k",
-            "top_p",
-            "min_p",
-        ):  # ranges: the library's own checks, one field at a time
-            try:
-                specdec.SamplingParams(**{field: body[field]})
-            except (TypeError, ValueError) as error:
-                raise BadRequest(str(error), field, self.allowed[field]) from None
-        params = specdec.SamplingParams(body["temperature"], body["top_k"], body["top_p"], body["min_p"])
-        return Request(tokens, max_new, params, gamma, seed, body["verify"])
+        include_usage = fields.stream_options is not None and fields.stream_options.include_usage
+        return Request(
+            tokens, fields.max_tokens, params, fields.gamma, seed, fields.verify, fields.stream, include_usage
+        )
 
-    def generate(self, request: Request) -> dict:
-        """Run one request (TargetUnavailable if the target kept failing); the response body."""
+    def complete(
+        self,
+        request: Request,
+        on_tokens: Callable[[np.ndarray], None] | None = None,
+        cancelled: threading.Event | None = None,
+        deadline: float | None = None,
+    ) -> dict:
+        """Generate `request`; its statistics (a dict), with the work counted in the metrics.
+
+        on_tokens(tokens): each round's new tokens, once verified. cancelled: when set, the
+        generation stops at the end of the round (ServiceError 499: the client went away).
+        deadline: a time.monotonic() after which it stops (ServiceError 504; default now +
+        timeout); the retries stop at it too. Each request has its own decoding states, so a
+        stopped generation leaves nothing behind. Raises ServiceError 503 if the target kept failing.
+        """
+        deadline = time.monotonic() + self.timeout if deadline is None else deadline
         metrics = self.metrics
         retrying = RetryingModel(
             self.target,
             self.policy,
             on_failure=lambda error: metrics.failures.inc(),
             on_retry=lambda seconds: metrics.retries.inc(),
+            until=deadline,
         )
         clock = RoundClock(retrying, time.perf_counter)
-        clock.reset()
-        result = specdec.speculative_generate(
-            clock,
-            self.draft,
-            request.prompt,
-            request.max_new_tokens,
-            request.params,
-            request.gamma,
-            np.random.default_rng(request.seed),
-            end_token=END,
-            verify=request.verify,
-        )
-        metrics.record_generation(result, clock.rounds)
+        generated = [0]  # tokens verified so far, delivered or not
+
+        def each_round(tokens: np.ndarray) -> None:
+            generated[0] += tokens.size
+            if cancelled is not None and cancelled.is_set():
+                raise ServiceError(499, "the client closed the connection", "client_closed")
+            if time.monotonic() > deadline:
+                raise _deadline(self.timeout, generated[0], request.max_tokens)
+            if on_tokens is not None:
+                on_tokens(tokens)
+
+        try:
+            result = specdec.speculative_generate(
+                clock,
+                self.draft,
+                request.prompt,
+                request.max_tokens,
+                request.params,
+                request.gamma,
+                np.random.default_rng(request.seed),
+                end_token=END,
+                verify=request.verify,
+                on_round=each_round,
+            )
+        except ServiceError as error:
+            metrics.discarded.labels(error.code).inc(generated[0])
+            raise
+        except DeadlineReached:
+            metrics.discarded.labels("deadline_exceeded").inc(generated[0])
+            raise _deadline(self.timeout, generated[0], request.max_tokens) from None
+        except TargetUnavailable as error:
+            metrics.gave_up.inc()
+            metrics.discarded.labels("target_unavailable").inc(generated[0])
+            raise ServiceError(
+                503,
+                f"{error}. The request may be sent again: with the same seed it gives the same text.",
+                "target_unavailable",
+                headers={"Retry-After": "1"},
+            ) from None
+        metrics.record_work(result, clock.rounds)
         return {
+            "tokens": result.tokens,
             "text": self.tokenizer.decode(result.tokens),
-            "tokens": result.tokens.tolist(),
-            "seed": request.seed,
-            "verify": request.verify,
-            "new_tokens": int(result.tokens.size),
-            "target_calls": result.target_calls,
-            "draft_calls": result.draft_calls,
-            "drafted": result.drafted,
-            "accepted": result.accepted,
-            "tested": result.tested,
-            "acceptance_rate": result.acceptance_rate,
-            "alpha": result.alpha,
-            "tokens_per_call": result.tokens_per_call,
-            "seconds": result.seconds,
-            "target_failures": retrying.failures,
-            "retries": retrying.retries,
+            "finish_reason": "stop" if result.tokens.size and result.tokens[-1] == END else "length",
+            "specdec": {
+                "seed": request.seed,
+                "gamma": request.gamma,
+                "verify": request.verify,
+                "target_calls": result.target_calls,
+                "draft_calls": result.draft_calls,
+                "drafted": result.drafted,
+                "accepted": result.accepted,
+                "tested": result.tested,
+                "alpha": result.alpha,
+                "tokens_per_call": result.tokens_per_call,
+                "target_failures": retrying.failures,
+                "retries": retrying.retries,
+                "seconds": result.seconds,
+            },
         }
 
-    def handle(self, raw: bytes) -> tuple[int, dict]:
-        """One POST /generate: (status, body). 400 for bad input, 503 when the target kept failing."""
-        try:
-            request = self.parse(raw)
-        except BadRequest as error:
-            self.metrics.requests.labels("bad_request").inc()
-            return error.status, error.body()
-        self.metrics.in_progress.inc()
-        try:
-            return 200, self.generate(request)
-        except TargetUnavailable as error:
-            self.metrics.requests.labels("unavailable").inc()
-            self.metrics.gave_up.inc()
-            return 503, {"error": str(error), "retry": "the request may be sent again; it will give the same text"}
-        except Exception as error:  # a bug, not the client's fault: say so, keep serving
-            self.metrics.requests.labels("error").inc()
-            return 500, {"error": f"internal error: {type(error).__name__}: {error}"}
-        finally:
-            self.metrics.in_progress.dec()
+
+def _deadline(timeout: float, generated: int, max_tokens: int) -> ServiceError:
+    return ServiceError(
+        504,
+        f"the request's deadline of {timeout:g} s passed after {generated} of at most {max_tokens} tokens;"
+        " nothing was kept. Ask for fewer tokens, or send it again.",
+        "deadline_exceeded",
+    )
+
+
+def completion_id() -> str:
+    return f"cmpl-{uuid.uuid4().hex}"
+
+
+def completion_body(identity: str, created: int, request: Request, done: dict) -> dict:
+    """A finished completion in OpenAI's shape, with `usage` and this service's `specdec` block."""
+    return {
+        "id": identity,
+        "object": "text_completion",
+        "created": created,
+        "model": MODEL,
+        "choices": [{"text": done["text"], "index": 0, "logprobs": None, "finish_reason": done["finish_reason"]}],
+        "usage": usage(request, done["tokens"].size),
+        "specdec": done["specdec"],
+    }
+
+
+def usage(request: Request, completion_tokens: int) -> dict:
+    prompt_tokens = len(request.prompt)
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }

@@ -1,4 +1,4 @@
-"""Appendix B, speculative decoding as a service: exact retries, metrics, the HTTP API, dask.
+"""Appendix B, speculative decoding as a service: exact retries, dask, the command line's checks.
 
 Optional: needs prometheus_client, tenacity and dask[distributed] (requirements-extras.txt); CI
 (.ci/run) runs it in the extras environment:
@@ -8,30 +8,14 @@ Optional: needs prometheus_client, tenacity and dask[distributed] (requirements-
 All network traffic goes to 127.0.0.1 (a server on a free port, a LocalCluster), bounded in count.
 """
 
-import http.client
-import json
-import subprocess
-import sys
-import urllib.parse
-
 import numpy as np
 import pytest
 
 import specdec
 from specdec.serving.faults import BrokenModel, FlakyModel, TransientError
 from specdec.serving.lawcheck import TableModel, law_test
-from specdec.serving.loadtest import (
-    buckets,
-    get_text,
-    histogram_quantile,
-    load_test,
-    metric,
-    post_json,
-    read_metrics,
-)
+from specdec.serving.loadtest import histogram_quantile
 from specdec.serving.retry import RetryingModel, RetryPolicy, TargetUnavailable, redrawing_speculative_generate
-from specdec.serving.server import BackgroundServer
-from specdec.serving.service import GenerationService
 
 TARGET, DRAFT, TOKENIZER = specdec.load_model("target"), specdec.load_model("draft"), specdec.load_tokenizer()
 PROMPT = TOKENIZER.encode("def __init__(self")
@@ -124,193 +108,7 @@ def test_the_exact_retry_keeps_the_law_and_the_redrawing_retry_does_not():
     assert redrawn.p_value < 1e-9, redrawn
 
 
-# --- the HTTP service ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def server():
-    with BackgroundServer(GenerationService(TARGET, DRAFT, TOKENIZER)) as running:
-        yield running
-
-
-BAD_REQUESTS = [
-    ({"prompt": "x", "top_p": 1.5}, "top_p", "(0, 1]"),
-    ({"prompt": "x", "top_p": 0}, "top_p", "(0, 1]"),
-    ({"prompt": "x", "temperature": -1}, "temperature", ">= 0"),
-    ({"prompt": "x", "temperature": "hot"}, "temperature", ">= 0"),
-    ({"prompt": "x", "top_k": 0}, "top_k", ">= 1"),
-    ({"prompt": "x", "top_k": 2.5}, "top_k", ">= 1"),
-    ({"prompt": "x", "top_k": True}, "top_k", ">= 1"),
-    ({"prompt": "x", "min_p": 2}, "min_p", "[0, 1]"),
-    ({"prompt": "x", "gamma": 0}, "gamma", "[1, 16]"),
-    ({"prompt": "x", "gamma": 17}, "gamma", "[1, 16]"),
-    ({"prompt": "x", "verify": "tree"}, "verify", '"token"'),
-    ({"prompt": "x", "verify": ["block"]}, "verify", '"block"'),
-    ({"prompt": "x", "max_new_tokens": 0}, "max_new_tokens", "[1, 256]"),
-    ({"prompt": "x", "max_new_tokens": "10"}, "max_new_tokens", "[1, 256]"),
-    ({"prompt": "x" * 250, "max_new_tokens": 10}, "max_new_tokens", "[1, 7]"),
-    ({"prompt": "x" * 300}, "prompt", "at most 256"),
-    ({"prompt": ""}, "prompt", "non-empty"),
-    ({"prompt": 42}, "prompt", "non-empty"),
-    ({"prompt": "caf\u00e9"}, "prompt", "printable ASCII"),
-    ({"prompt": "x", "seed": -1}, "seed", "[0, 9223372036854775807]"),
-    ({"prompt": "x", "seed": 2**64}, "seed", "[0, 9223372036854775807]"),
-    ({"max_new_tokens": 5}, "prompt", "non-empty"),
-    ({"prompt": "x", "temprature": 0.5}, "temprature", None),
-]
-
-
-@pytest.mark.parametrize(("body", "field", "allowed"), BAD_REQUESTS, ids=[str(b)[:40] for b, _, _ in BAD_REQUESTS])
-def test_every_bad_request_gets_a_400_naming_the_field_and_the_allowed_range(server, body, field, allowed):
-    status, answer = post_json(server.url, "/generate", body)
-    assert status == 400, answer
-    assert answer["field"] == field and field in answer["error"]
-    if allowed is not None:
-        assert allowed in answer["allowed"]
-
-
-@pytest.mark.parametrize("raw", [b"{not json", b"[1, 2]", b'{"prompt": "x", "temperature": NaN}', b"\xff\xfe"], ids=str)
-def test_malformed_bodies_get_a_400_with_a_json_error(server, raw):
-    status, answer = post_json(server.url, "/generate", raw)
-    assert status == 400 and answer["error"].startswith("the body")
-
-
-def test_wrong_paths_and_methods_get_404_and_405(server):
-    assert post_json(server.url, "/nowhere", {"prompt": "x"})[0] == 404
-    assert post_json(server.url, "/metrics", {"prompt": "x"})[0] == 405
-    assert get_text(server.url, "/generate")[0] == 405
-    assert get_text(server.url, "/")[0] == 404
-
-
-def raw_post(url: str, headers: dict, body: bytes = b"") -> tuple[int, dict]:
-    parts = urllib.parse.urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-    try:
-        connection.putrequest("POST", "/generate")
-        for key, value in headers.items():
-            connection.putheader(key, value)
-        connection.endheaders(body)
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
-    finally:
-        connection.close()
-
-
-def test_missing_length_oversized_body_and_wrong_content_type_get_4xx(server):
-    assert raw_post(server.url, {})[0] == 411
-    status, answer = raw_post(server.url, {"Content-Length": str(10**7)})
-    assert status == 413 and "more than" in answer["error"]
-    body = b'{"prompt": "x"}'
-    status, answer = raw_post(server.url, {"Content-Length": str(len(body)), "Content-Type": "text/plain"}, body)
-    assert status == 415 and "application/json" in answer["error"]
-
-
-def test_python_m_specdec_serving_serves_on_127_0_0_1():
-    process = subprocess.Popen(
-        [sys.executable, "-m", "specdec.serving", "--port", "0"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        line = process.stdout.readline()
-        assert line.startswith("serving on http://127.0.0.1:"), line
-        url = line.split()[2]
-        status, answer = post_json(url, "/generate", {"prompt": "import ", "max_new_tokens": 12, "seed": 1})
-        assert status == 200 and answer["new_tokens"] == len(answer["tokens"]) >= 1
-        assert metric(read_metrics(url), "specdec_generated_tokens_total") == answer["new_tokens"]
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-def test_the_same_seed_gives_the_same_text_as_the_library(server):
-    body = {"prompt": "def __init__(self", "max_new_tokens": 60, "temperature": 0.8, "top_p": 0.9, "gamma": 3}
-    status, answer = post_json(server.url, "/generate", {**body, "seed": 11})
-    assert status == 200
-    params = specdec.SamplingParams(temperature=0.8, top_p=0.9)
-    reference = specdec.speculative_generate(
-        TARGET, DRAFT, PROMPT, 60, params, 3, np.random.default_rng(11), end_token=0
-    )
-    assert answer["tokens"] == reference.tokens.tolist() and answer["text"] == TOKENIZER.decode(reference.tokens)
-    _, unseeded = post_json(server.url, "/generate", body)
-    assert post_json(server.url, "/generate", {**body, "seed": unseeded["seed"]})[1]["tokens"] == unseeded["tokens"]
-    status, answer = post_json(server.url, "/generate", {**body, "seed": 11, "verify": "block"})
-    block = specdec.speculative_generate(
-        TARGET, DRAFT, PROMPT, 60, params, 3, np.random.default_rng(11), end_token=0, verify="block"
-    )
-    assert status == 200 and answer["verify"] == "block" and answer["tokens"] == block.tokens.tolist()
-
-
-def test_metrics_parse_and_the_counters_equal_the_generated_statistics():
-    """A fresh service with failures injected: every counter equals the sum over the responses."""
-    flaky = FlakyModel(TARGET, 0.2, np.random.default_rng(3), mid_forward=0.5)
-    service = GenerationService(flaky, DRAFT, TOKENIZER, RetryPolicy(attempts=20, initial=0.0, jitter=0.0))
-    with BackgroundServer(service) as server:
-        answers = [
-            post_json(server.url, "/generate", {"prompt": "import o", "max_new_tokens": 40, "seed": seed, "gamma": g})
-            for seed, g in [(0, 2), (1, 4), (2, 6), (3, 4)]
-        ]
-        assert post_json(server.url, "/generate", {"prompt": ""})[0] == 400
-        samples = read_metrics(server.url)  # prometheus_client's own parser
-    assert all(status == 200 for status, _ in answers)
-    answers = [answer for _, answer in answers]
-    for name, key in [
-        ("specdec_generated_tokens_total", "new_tokens"),
-        ("specdec_drafted_tokens_total", "drafted"),
-        ("specdec_accepted_tokens_total", "accepted"),
-        ("specdec_tested_tokens_total", "tested"),
-        ("specdec_target_calls_total", "target_calls"),
-        ("specdec_target_failures_total", "target_failures"),
-        ("specdec_target_retries_total", "retries"),
-    ]:
-        assert metric(samples, name) == sum(answer[key] for answer in answers), name
-    assert metric(samples, "specdec_target_failures_total") > 0
-    local = specdec.speculative_generate(  # the first request in-process: its alpha, notebook 10's
-        TARGET, DRAFT, TOKENIZER.encode("import o"), 40, specdec.SamplingParams(), 2, np.random.default_rng(0), 0
-    )
-    assert answers[0]["alpha"] == pytest.approx(local.alpha) and answers[0]["tested"] == local.tested
-    assert local.alpha > local.acceptance_rate  # accepted / drafted would understate it
-    assert all(answer["alpha"] == pytest.approx(answer["accepted"] / answer["tested"]) for answer in answers)
-    assert metric(samples, "specdec_requests_total", outcome="ok") == 4
-    assert metric(samples, "specdec_requests_total", outcome="bad_request") == 1
-    assert metric(samples, "specdec_request_seconds_count") == 4
-    assert metric(samples, "specdec_round_seconds_count") == sum(answer["target_calls"] for answer in answers)
-    assert metric(samples, "specdec_request_seconds_sum") == pytest.approx(sum(a["seconds"] for a in answers))
-    assert buckets(samples, "specdec_request_seconds")[-1] == (float("inf"), 4)
-
-
-def test_after_giving_up_the_error_is_clear_and_the_next_request_works():
-    down = {"now": True}
-    flaky = FlakyModel(TARGET, lambda tokens: 1.0 if down["now"] else 0.0, np.random.default_rng(0))
-    service = GenerationService(flaky, DRAFT, TOKENIZER, RetryPolicy(attempts=3, initial=0.001, jitter=0.0))
-    body = {"prompt": "for i in ", "max_new_tokens": 30, "seed": 4}
-    with BackgroundServer(service) as server:
-        status, answer = post_json(server.url, "/generate", body)
-        assert status == 503 and "failed 3 time(s) in a row" in answer["error"]
-        down["now"] = False
-        status, answer = post_json(server.url, "/generate", body)
-        samples = read_metrics(server.url)
-    assert status == 200
-    clean = specdec.speculative_generate(  # the service's default gamma is 4
-        TARGET, DRAFT, TOKENIZER.encode("for i in "), 30, gamma=4, rng=np.random.default_rng(4), end_token=0
-    )
-    assert answer["tokens"] == clean.tokens.tolist()
-    assert metric(samples, "specdec_target_gave_up_total") == 1
-    assert metric(samples, "specdec_requests_total", outcome="unavailable") == 1
-
-
-def test_a_bounded_load_test_loses_nothing_and_metrics_agree(server):
-    before = read_metrics(server.url)
-    bodies = [{"prompt": "def f(x", "max_new_tokens": 24, "seed": i} for i in range(12)]
-    result = load_test(server.url, bodies, concurrency=3, duration=60.0)
-    after = read_metrics(server.url)
-    assert (result.sent, result.failed, result.lost, result.not_sent) == (12, 0, 0, 0)
-    delta = {key: after[key] - before.get(key, 0.0) for key in after}
-    assert metric(delta, "specdec_requests_total", outcome="ok") == 12
-    assert metric(delta, "specdec_generated_tokens_total") == result.tokens
-    cumulative = [
-        (bound, count - dict(buckets(before, "specdec_request_seconds")).get(bound, 0.0))
-        for bound, count in buckets(after, "specdec_request_seconds")
-    ]
-    assert cumulative[-1][1] == 12 and histogram_quantile(0.5, cumulative) > 0
+# --- the load test's arithmetic (the HTTP service: tests/optional/test_service_http.py) ---------------
 
 
 def test_histogram_quantile_interpolates_like_prometheus():
@@ -318,18 +116,6 @@ def test_histogram_quantile_interpolates_like_prometheus():
     assert histogram_quantile(0.25, cumulative) == pytest.approx(0.1)
     assert histogram_quantile(0.5, cumulative) == pytest.approx(0.15)
     assert histogram_quantile(1.0, cumulative) == pytest.approx(0.5)
-
-
-def test_the_load_test_refuses_other_hosts():
-    with pytest.raises(ValueError, match="127.0.0.1"):
-        load_test("http://example.com:80", [{"prompt": "x"}])
-
-
-def test_import_specdec_imports_no_serving_dependency():
-    optional = "('prometheus_client', 'tenacity', 'distributed', 'dask')"
-    code = f"import sys, specdec; print(sorted(m for m in {optional} if m in sys.modules))"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "[]"
 
 
 # --- dask ------------------------------------------------------------------------------------------
@@ -405,6 +191,11 @@ def test_a_target_on_another_worker_gives_the_same_tokens(client):
         (["--fail-rate", "1.5"], "--fail-rate: must be a fraction in [0, 0.99], got '1.5'"),
         (["--fail-rate", "nan"], "--fail-rate: must be a fraction in [0, 0.99], got 'nan'"),
         (["--fail-rate", "1"], "--fail-rate: must be a fraction in [0, 0.99]"),
+        (["--host", "localhost:80"], "--host: must be an IP address such as 127.0.0.1, got 'localhost:80'"),
+        (["--timeout", "0"], "--timeout: must be a number of seconds in [0.1, 600], got '0'"),
+        (["--timeout", "inf"], "--timeout: must be a number of seconds in [0.1, 600]"),
+        (["--max-generations", "0"], "--max-generations: must be a whole number in [1, 256], got '0'"),
+        (["--max-generations", "2.5"], "--max-generations: must be a whole number in [1, 256]"),
     ],
 )
 def test_the_serving_cli_refuses_bad_options_before_loading_any_model(monkeypatch, capsys, argv, message):

@@ -1,0 +1,509 @@
+"""The HTTP service: an ASGI app (Starlette) on uvicorn, listening on 127.0.0.1.
+
+    POST /v1/completions   OpenAI's completions API; "stream": true sends server-sent events
+    GET  /v1/models        the one model served
+    GET  /metrics          Prometheus' text format
+    GET  /health           {"status": "ok"} while the server serves
+
+Why Starlette and not FastAPI: the service's contract is the wire itself. It decodes JSON
+strictly (UTF-8 only, no duplicate keys, no NaN, no 5,000-digit integers), answers every error,
+the framework's own 404 and 405 included, in OpenAI's error shape, streams rounds as they are
+verified and notices a client that left. FastAPI would parse the body with its own JSON decoder
+and answer validation errors in its own shape, both of which the service would have to undo;
+its gift, an OpenAPI page, this small API does not need. Starlette gives routing, requests and
+streaming responses and nothing it would have to override; pydantic checks the fields
+(`specdec.serving.service.CompletionRequest`).
+
+Why uvicorn: its HTTP/1.1 parser (h11) refuses ambiguous framing (two Content-Length headers,
+or Content-Length with Transfer-Encoding), which is what stops request smuggling behind a proxy,
+and its event loop holds thousands of idle connections in one thread. What uvicorn lacks is
+added here, in `guarded_protocol`: a deadline for a request's headers (uvicorn has none, so a
+client sending one byte a minute would hold its connection forever), a cap on open connections,
+and errors in JSON. The generations run in a pool of `Limits.max_generations` threads; numpy
+work shares the GIL, so threads give concurrency, not parallelism (section 5 of appendix B).
+"""
+
+import asyncio
+import json
+import logging
+import socket
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from http import HTTPStatus
+
+import h11
+import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from specdec.serving.metrics import ServiceMetrics
+from specdec.serving.service import MODEL, GenerationService, ServiceError, completion_body, completion_id, usage
+
+log = logging.getLogger("specdec.serving")
+
+# ServiceError codes -> the metrics' outcomes (specdec.serving.metrics.OUTCOMES)
+OUTCOME = {
+    "invalid_json": "bad_request",
+    "invalid_framing": "bad_request",
+    "model_not_found": "not_found",
+    "not_found": "not_found",
+    "method_not_allowed": "method_not_allowed",
+    "request_timeout": "timeout",
+    "body_too_large": "too_large",
+    "unsupported_media_type": "unsupported_media_type",
+    "invalid_field": "invalid_field",
+    "client_closed": "aborted",
+    "internal_error": "error",
+    "overloaded": "rejected",
+    "target_unavailable": "unavailable",
+    "deadline_exceeded": "deadline",
+    "headers_too_large": "headers_too_large",
+    "http_version": "version_not_supported",
+}
+PATHS = "POST /v1/completions, GET /v1/models, GET /metrics, GET /health"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one client may take. Times in seconds; the request deadline is the service's `timeout`.
+
+    header_timeout: from a connection's opening (or its previous answer) to a request's last
+    header byte; then 408 and the connection closes. keep_alive: how long an idle connection
+    stays open between requests. body_timeout: from the headers to the body's last byte (408).
+    max_body: bytes (413). max_headers: bytes of the request target and headers together (431).
+    max_generations: generations at once (beyond it 503 with Retry-After). max_connections: open
+    connections (beyond it 503, closed at once).
+    """
+
+    header_timeout: float = 5.0
+    keep_alive: float = 5.0
+    body_timeout: float = 10.0
+    max_body: int = 64 * 1024
+    max_headers: int = 16 * 1024
+    max_generations: int = 4
+    max_connections: int = 256
+
+    def __post_init__(self):
+        for name in ("header_timeout", "keep_alive", "body_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 3600:
+                raise ValueError(f"{name} must be a number of seconds in (0, 3600), got {value!r}")
+        for name, most in (
+            ("max_body", 2**30),
+            ("max_headers", 2**20),
+            ("max_generations", 256),
+            ("max_connections", 100_000),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+                raise ValueError(f"{name} must be an integer in [1, {most}], got {value!r}")
+
+
+COUNTED = "specdec.counted"  # set in a request's scope once the request is counted in the metrics
+
+
+def count(metrics: ServiceMetrics, scope: dict | None, outcome: str, tokens: int = 0, seconds: float | None = None):
+    """Count a request once: uvicorn's protocol may refuse a request the app is already handling."""
+    if scope is not None:
+        if scope.get(COUNTED):
+            return
+        scope[COUNTED] = True
+    metrics.record_request(outcome, tokens, seconds)
+
+
+def error_response(error: ServiceError) -> JSONResponse:
+    headers = dict(error.headers)
+    if error.status in (
+        400,
+        408,
+        413,
+        431,
+        505,
+    ):  # the rest of the request may still be on the wire: end the connection
+        headers["Connection"] = "close"
+    return JSONResponse(error.body(), status_code=error.status, headers=headers)
+
+
+def raw_error(error: ServiceError) -> bytes:
+    """A whole HTTP/1.1 error response as bytes, for answers given before uvicorn has a request."""
+    data = json.dumps(error.body()).encode()
+    head = [f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}", "content-type: application/json"]
+    head += [f"content-length: {len(data)}", "connection: close"]
+    head += [f"{key.lower()}: {value}" for key, value in error.headers.items()]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + data
+
+
+def guarded_protocol(limits: Limits, metrics: ServiceMetrics) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with a header deadline, a connection cap and JSON errors."""
+
+    class GuardedH11Protocol(H11Protocol):
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self.header_timer = None
+            if len(self.connections) > limits.max_connections:
+                self.refuse(
+                    ServiceError(
+                        503,
+                        f"the server holds {limits.max_connections} connections, its most; try again shortly",
+                        "overloaded",
+                        headers={"Retry-After": "1"},
+                    )
+                )
+                return
+            self.arm_header_timer()
+
+        def arm_header_timer(self) -> None:
+            self.disarm_header_timer()
+            self.bytes_seen = False
+            self.header_timer = self.loop.call_later(limits.header_timeout, self.headers_too_slow)
+
+        def disarm_header_timer(self) -> None:
+            if getattr(self, "header_timer", None) is not None:
+                self.header_timer.cancel()
+                self.header_timer = None
+
+        def data_received(self, data: bytes) -> None:
+            self.bytes_seen = True
+            super().data_received(data)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.conn.their_state is not h11.IDLE:  # the headers are in (or the connection is done)
+                self.disarm_header_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self.arm_header_timer()  # the next request's headers get the same time
+
+        def connection_lost(self, exc) -> None:
+            self.disarm_header_timer()
+            super().connection_lost(exc)
+
+        def headers_too_slow(self) -> None:
+            self.header_timer = None
+            if self.transport.is_closing():
+                return
+            if not self.bytes_seen:  # an idle connection: nothing to answer
+                self.transport.close()
+                return
+            message = f"the request's headers did not arrive within {limits.header_timeout:g} s"
+            self.refuse(ServiceError(408, message, "request_timeout"))
+
+        def refuse(self, error: ServiceError) -> None:
+            busy = self.cycle is not None and not self.cycle.response_complete  # the app has this request
+            count(metrics, self.scope if busy else None, OUTCOME[error.code])
+            self.transport.write(raw_error(error))
+            self.transport.close()
+
+        def send_400_response(self, msg: str) -> None:  # uvicorn's answer to what h11 refuses, in JSON
+            self.disarm_header_timer()
+            if self.transport.is_closing():
+                return
+            message = (
+                "the request is not valid HTTP/1.1 (refused by the h11 parser: a malformed or conflicting"
+                " Content-Length or Transfer-Encoding, a header or line too long, or a bad request line)"
+            )
+            self.refuse(ServiceError(400, message, "invalid_framing"))
+
+    return GuardedH11Protocol
+
+
+def framing_error(scope, limits: Limits) -> ServiceError | None:
+    """What h11 lets through but this server refuses: another HTTP version, CL with TE, huge headers."""
+    if scope["http_version"] not in ("1.0", "1.1"):
+        return ServiceError(
+            505, f"HTTP/{scope['http_version'][:8]} is not supported: this server speaks HTTP/1.1", "http_version"
+        )
+    names = [name for name, _ in scope["headers"]]
+    if b"transfer-encoding" in names and b"content-length" in names:  # RFC 9112 6.1: refuse, then close
+        return ServiceError(
+            400,
+            "Content-Length and Transfer-Encoding together are ambiguous (the way requests are"
+            " smuggled past proxies): send one of them",
+            "invalid_framing",
+        )
+    size = len(scope["raw_path"]) + len(scope["query_string"]) + sum(len(k) + len(v) for k, v in scope["headers"])
+    if size > limits.max_headers:
+        return ServiceError(
+            431,
+            f"the request's target and headers are {size} bytes, more than {limits.max_headers}",
+            "headers_too_large",
+        )
+    return None
+
+
+class StrictRequests:
+    """ASGI middleware: refuses what `framing_error` finds before any route sees the request."""
+
+    def __init__(self, app: Starlette, limits: Limits, metrics: ServiceMetrics):
+        self.app, self.limits, self.metrics = app, limits, metrics
+        self.state = app.state
+
+    async def __call__(self, scope, receive, send) -> None:
+        error = framing_error(scope, self.limits) if scope["type"] == "http" else None
+        if error is None:
+            await self.app(scope, receive, send)
+            return
+        count(self.metrics, scope, OUTCOME[error.code])
+        await error_response(error)(scope, receive, send)
+
+
+def check_content_type(request: Request) -> None:
+    value = request.headers.get("content-type")
+    media, _, parameters = (value or "").partition(";")
+    charset = parameters.strip().lower().removeprefix("charset=").strip('"') if parameters.strip() else "utf-8"
+    if media.strip().lower() != "application/json" or charset not in ("utf-8", "utf8"):
+        raise ServiceError(
+            415, f"Content-Type must be application/json (UTF-8), got {value!r}", "unsupported_media_type"
+        )
+
+
+async def read_body(request: Request, limits: Limits) -> bytes:
+    """The whole body, at most max_body bytes and within body_timeout seconds, or ServiceError."""
+    too_large = ServiceError(413, f"the body is larger than {limits.max_body} bytes", "body_too_large")
+    length = request.headers.get("content-length")  # digits: h11 refuses any other value
+    if length is not None and int(length) > limits.max_body:
+        raise too_large
+    chunks, size = [], 0
+
+    async def collect() -> None:
+        nonlocal size
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limits.max_body:
+                raise too_large
+            chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(collect(), limits.body_timeout)
+    except TimeoutError:
+        raise ServiceError(
+            408, f"the body did not arrive within {limits.body_timeout:g} s", "request_timeout"
+        ) from None
+    return b"".join(chunks)
+
+
+async def notice_disconnect(request: Request, cancelled: threading.Event) -> None:
+    """Set `cancelled` when the client closes the connection (the body has been read by then)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            cancelled.set()
+            return
+
+
+def sse(data) -> bytes:
+    return b"data: " + (data if isinstance(data, bytes) else json.dumps(data).encode()) + b"\n\n"
+
+
+def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictRequests:
+    """The ASGI app around `service`."""
+    metrics = service.metrics
+    pool = ThreadPoolExecutor(limits.max_generations, thread_name_prefix="specdec-generation")
+    running = [0]  # generations in the pool (touched on the event loop's thread only)
+
+    def refuse(error: ServiceError, request: Request) -> JSONResponse:
+        count(metrics, request.scope, OUTCOME[error.code])
+        return error_response(error)
+
+    def start(request_, on_tokens, cancelled) -> Future:
+        """Run the generation in the pool; the running count drops when it really ends."""
+        running[0] += 1
+        metrics.in_progress.inc()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(pool, service.complete, request_, on_tokens, cancelled)
+
+        def ended(finished: Future) -> None:
+            running[0] -= 1
+            metrics.in_progress.dec()
+            if not finished.cancelled():
+                finished.exception()  # seen: a stopped generation's error is handled where it is awaited, or not needed
+
+        future.add_done_callback(ended)
+        return future
+
+    async def completions(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            check_content_type(request)
+            parsed = service.parse(await read_body(request, limits))
+        except ServiceError as error:
+            return refuse(error, request)
+        except ClientDisconnect:
+            count(metrics, request.scope, "aborted")
+            return Response(status_code=499)  # nobody will read it
+        if running[0] >= limits.max_generations:
+            message = f"{limits.max_generations} generations are running, this server's most; try again shortly"
+            return refuse(ServiceError(503, message, "overloaded", headers={"Retry-After": "1"}), request)
+        identity, created = completion_id(), int(time.time())
+        cancelled = threading.Event()
+        watcher = asyncio.ensure_future(notice_disconnect(request, cancelled))
+        if not parsed.stream:
+            try:
+                done = await start(parsed, None, cancelled)
+            except ServiceError as error:
+                return refuse(error, request)
+            except Exception as error:  # a bug, not the client's fault: say so, log it, keep serving
+                log.exception("generation failed")
+                return refuse(ServiceError(500, f"internal error: {type(error).__name__}", "internal_error"), request)
+            finally:
+                watcher.cancel()
+            if cancelled.is_set():
+                count(metrics, request.scope, "aborted")
+                metrics.discarded.labels("client_closed").inc(done["tokens"].size)
+                return Response(status_code=499)
+            count(metrics, request.scope, "ok", done["tokens"].size, time.perf_counter() - started)
+            return JSONResponse(completion_body(identity, created, parsed, done))
+
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue = asyncio.Queue()
+        future = start(parsed, lambda tokens: loop.call_soon_threadsafe(events.put_nowait, tokens), cancelled)
+        future.add_done_callback(events.put_nowait)  # after every round's tokens: callbacks run in order
+        first = await events.get()
+        watcher.cancel()  # from here on the streaming response listens for the disconnect
+        if isinstance(first, asyncio.Future) and first.exception() is not None:
+            error = first.exception()
+            if isinstance(error, ServiceError):
+                return refuse(error, request)
+            log.error("generation failed", exc_info=error)
+            return refuse(ServiceError(500, f"internal error: {type(error).__name__}", "internal_error"), request)
+
+        def chunk(text: str, finish_reason: str | None, **extra) -> dict:
+            choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": finish_reason}
+            body = {"id": identity, "object": "text_completion", "created": created, "model": MODEL}
+            return {**body, "choices": [choice], **extra}
+
+        async def stream():
+            sent, recorded = 0, False
+            item = first
+            try:
+                while not isinstance(item, asyncio.Future):
+                    yield sse(chunk(service.tokenizer.decode(item), None))
+                    sent += item.size
+                    await asyncio.sleep(0)  # let the loop notice a closed connection before the next write
+                    item = await events.get()
+                error = item.exception()
+                if error is None:
+                    done = item.result()
+                    count(metrics, request.scope, "ok", sent, time.perf_counter() - started)
+                    recorded = True
+                    yield sse(chunk("", done["finish_reason"], specdec=done["specdec"]))
+                    if parsed.include_usage:
+                        yield sse({**chunk("", None), "choices": [], "usage": usage(parsed, sent)})
+                else:
+                    if not isinstance(error, ServiceError):
+                        log.error("generation failed", exc_info=error)
+                        error = ServiceError(500, f"internal error: {type(error).__name__}", "internal_error")
+                    count(metrics, request.scope, OUTCOME[error.code])
+                    recorded = True
+                    yield sse(error.body())
+                yield sse(b"[DONE]")
+            finally:
+                cancelled.set()  # if the client left, the generation stops at its next round
+                if not recorded:
+                    count(metrics, request.scope, "aborted")
+                    if future.done() and future.exception() is None:  # finished, but not all of it was sent
+                        metrics.discarded.labels("client_closed").inc(future.result()["tokens"].size)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    async def models(request: Request) -> Response:
+        card = {"id": MODEL, "object": "model", "created": 0, "owned_by": "specdec"}
+        return JSONResponse({"object": "list", "data": [card]})
+
+    async def metrics_page(request: Request) -> Response:
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "generations_running": running[0]})
+
+    async def http_error(request: Request, error: HTTPException) -> Response:
+        if error.status_code == 405:
+            allowed = ", ".join(sorted(error.headers.get("Allow", "").split(", ")))
+            message = f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}"
+            failure = ServiceError(405, message, "method_not_allowed", headers={"Allow": allowed})
+        elif error.status_code == 404:
+            failure = ServiceError(404, f"no such path {request.url.path[:80]!r}; the paths: {PATHS}", "not_found")
+        else:
+            failure = ServiceError(error.status_code, str(error.detail), "invalid_framing")
+        return refuse(failure, request)
+
+    routes = [
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/metrics", metrics_page, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    app.state.pool = pool
+    return StrictRequests(app, limits, metrics)
+
+
+def uvicorn_config(service: GenerationService, limits: Limits, host: str, port: int, log_level: str) -> uvicorn.Config:
+    return uvicorn.Config(
+        create_app(service, limits),
+        host=host,
+        port=port,
+        http=guarded_protocol(limits, service.metrics),
+        timeout_keep_alive=limits.keep_alive,
+        h11_max_incomplete_event_size=limits.max_headers,
+        lifespan="off",
+        access_log=False,
+        log_level=log_level,
+    )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0: a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
+
+
+class BackgroundServer:
+    """The service on uvicorn in a background thread, as a context manager (notebooks and tests).
+
+    with BackgroundServer(service) as server: ... server.url ...
+    """
+
+    def __init__(
+        self,
+        service: GenerationService | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        limits: Limits = Limits(),
+    ):
+        self.service = GenerationService() if service is None else service
+        self.limits = limits
+        self.socket = bind(host, port)
+        host, port = self.socket.getsockname()[:2]
+        self.url = f"http://{host}:{port}"
+        self.server = uvicorn.Server(uvicorn_config(self.service, limits, host, port, "error"))
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.socket]}, name="specdec-server", daemon=True
+        )
+
+    def __enter__(self) -> "BackgroundServer":
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the server on {self.url} did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+        self.socket.close()
+        self.server.config.app.state.pool.shutdown(wait=False, cancel_futures=True)
