@@ -8,6 +8,8 @@ Optional: needs starlette, pydantic, uvicorn, httpx, openai and prometheus_clien
 Every server listens on a free port of 127.0.0.1; every test sends a bounded number of requests.
 """
 
+import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -278,7 +280,10 @@ def test_slow_headers_and_a_short_body_get_a_408_and_idle_connections_are_closed
 def test_a_keep_alive_connection_gets_the_header_deadline_for_each_request(server):
     with socket.create_connection(address(server.url), timeout=5) as connection:
         connection.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        assert connection.recv(65536).startswith(b"HTTP/1.1 200")
+        first = b""
+        while not first.endswith(b"}"):  # the whole first answer, headers and JSON body
+            first += connection.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200")
         connection.sendall(b"GET /health HTTP/1.1\r\n")  # the second request's headers never end
         started, received = time.monotonic(), b""
         while chunk := connection.recv(65536):
@@ -298,6 +303,55 @@ def test_two_hundred_idle_connections_cost_no_thread_and_a_good_request_is_answe
     finally:
         for connection in idle:
             connection.close()
+
+
+@contextlib.contextmanager
+def serving_process(*options: str):
+    """`python -m specdec.serving` on a free port of 127.0.0.1: (url, process); stopped afterwards."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "specdec.serving", "--port", "0", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("serving on http://127.0.0.1:"), line
+        yield line.split()[2], process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_sixty_four_connections_while_eight_long_generations_run_are_all_answered_within_a_second():
+    """The server in its own process (as deployed), the clients here: 64 connections at once."""
+
+    def running(url: str) -> float:
+        return metric(read_metrics(url), "specdec_requests_in_progress")
+
+    async def sixty_four(url: str) -> list[tuple[int, float]]:
+        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=64), timeout=10) as client:
+
+            async def one() -> tuple[int, float]:
+                started = time.monotonic()
+                answer = await client.get(url + "/health")
+                return answer.status_code, time.monotonic() - started
+
+            return await asyncio.gather(*[one() for _ in range(64)])
+
+    with serving_process("--max-generations", "8") as (url, _), ThreadPoolExecutor(8) as pool:
+        long = [
+            pool.submit(httpx.post, url + "/v1/completions", json=body("def f(", max_tokens=240, seed=i), timeout=60)
+            for i in range(8)
+        ]
+        while running(url) < 8:
+            time.sleep(0.005)
+        answers = asyncio.run(sixty_four(url))
+        still_running = running(url)
+        assert [future.result().status_code for future in long] == [200] * 8
+    assert still_running == 8  # the long generations were running all along
+    assert [status for status, _ in answers] == [200] * 64
+    assert max(seconds for _, seconds in answers) < 1.0
 
 
 def test_beyond_the_connection_cap_a_503_in_json_and_then_service_resumes():
@@ -603,25 +657,17 @@ def test_load_with_slow_and_vanishing_clients_and_30_percent_target_faults():
 # --- the command line -----------------------------------------------------------------------------------
 
 
-def test_python_m_specdec_serving_serves_on_127_0_0_1():
-    process = subprocess.Popen(
-        [sys.executable, "-m", "specdec.serving", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = process.stdout.readline()
-        assert line.startswith("serving on http://127.0.0.1:"), line
-        url = line.split()[2]
+def test_python_m_specdec_serving_serves_on_127_0_0_1_and_bad_requests_leave_no_traceback():
+    with serving_process() as (url, process):
         status, answer = post_json(url, "/v1/completions", body("import ", max_tokens=12, seed=1))
         assert status == 200 and answer["usage"]["completion_tokens"] >= 1
-        assert post_json(url, "/v1/completions", b"[" * 30_000)[0] == 400
+        for raw in MALFORMED.values():
+            assert post_json(url, "/v1/completions", raw)[0] == 400
+        for raw, status, _ in FRAMING.values():
+            assert parse(exchange(url, raw)[0])[0] == status
         assert metric(read_metrics(url), "specdec_generated_tokens_total") == answer["usage"]["completion_tokens"]
-    finally:
-        process.terminate()
-        _, errors = process.communicate(timeout=30)
-    assert "Traceback" not in errors  # a bad request leaves no traceback on stderr
+    errors = process.stderr.read()
+    assert "Traceback" not in errors and "Exception" not in errors, errors
 
 
 def test_the_cli_warns_when_told_to_listen_beyond_this_machine(monkeypatch, capsys):
