@@ -325,7 +325,7 @@ def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictR
             running[0] -= 1
             metrics.in_progress.dec()
             if not finished.cancelled():
-                finished.exception()  # seen: a stopped generation's error is handled where it is awaited, or not needed
+                finished.exception()  # retrieved: it is handled where the future is awaited, or needs no handling
 
         future.add_done_callback(ended)
         return future

@@ -216,7 +216,7 @@ class GenerationService:
         return ServiceError(422, message, "invalid_field", param)
 
     def _check(self, fields: CompletionRequest) -> Request:
-        """The checks that depend on the models: the prompt's characters and length, the sampling ranges."""
+        """The checks that depend on the models: the prompt's characters and length, and the context."""
         prompt = fields.prompt
         if not prompt:
             raise self._refuse("prompt", f'prompt must be {self.allowed["prompt"]}, got ""')

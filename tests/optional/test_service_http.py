@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -683,6 +684,15 @@ def test_the_cli_warns_when_told_to_listen_beyond_this_machine(monkeypatch, caps
     assert "warning: listening on" in capsys.readouterr().err
     cli.main(["--host", "127.0.0.1", "--port", "0"])
     assert "warning" not in capsys.readouterr().err
+
+
+def test_the_limits_appendix_b_states_are_the_defaults():
+    page = json.loads((Path(__file__).parents[2] / "notebooks" / "appendices" / "B_serving.ipynb").read_text())
+    prose = " ".join("".join(cell["source"]) for cell in page["cells"] if cell["cell_type"] == "markdown")
+    limits, service = Limits(), GenerationService(TARGET, DRAFT, TOKENIZER)
+    assert f"header deadline** ({limits.header_timeout:g} s" in prose
+    assert f"at most {limits.max_connections} open **connections** and {limits.max_generations} **generations at once**" in prose
+    assert f"**deadline** ({service.timeout:g} s)" in prose
 
 
 def test_the_load_test_refuses_other_hosts():
