@@ -12,6 +12,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import specdec
+from specdec.serving.cluster import SlowModel
 from specdec.serving.faults import FlakyModel
 from specdec.serving.retry import RetryPolicy
 from specdec.serving.service import GenerationService
@@ -64,6 +65,13 @@ def main(argv=None) -> None:
         help="inject transient target failures on this fraction of calls (default 0)",
     )
     parser.add_argument(
+        "--slow-ms",
+        type=bounded(float, 0.0, 1000.0, "a number of milliseconds in [0, 1000]"),
+        default=0.0,
+        help="make every target call this much slower: a stand-in for a bigger model, to watch streaming,"
+        " the limits and the deadline at human speed (default 0)",
+    )
+    parser.add_argument(
         "--attempts",
         type=bounded(int, 1, 100, "a whole number in [1, 100]"),
         default=5,
@@ -81,6 +89,8 @@ def main(argv=None) -> None:
 
     threadpool_limits(1, user_api="blas")  # small products: one BLAS thread is faster and steadier (notebook 07)
     target = specdec.load_model("target")
+    if args.slow_ms:
+        target = SlowModel(target, args.slow_ms / 1000)
     if args.fail_rate:
         target = FlakyModel(target, args.fail_rate, np.random.default_rng(), mid_forward=0.5)
     service = GenerationService(target=target, policy=RetryPolicy(attempts=args.attempts), timeout=args.timeout)

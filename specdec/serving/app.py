@@ -79,7 +79,8 @@ class Limits:
     stays open between requests. body_timeout: from the headers to the body's last byte (408).
     max_body: bytes (413). max_headers: bytes of the request target and headers together (431).
     max_generations: generations at once (beyond it 503 with Retry-After). max_connections: open
-    connections (beyond it 503, closed at once).
+    connections (beyond it a request gets 503 with Retry-After, and its connection closes; an idle
+    one closes after 1 s; beyond twice as many, connections close unanswered).
     """
 
     header_timeout: float = 5.0
@@ -107,6 +108,7 @@ class Limits:
 
 
 COUNTED = "specdec.counted"  # set in a request's scope once the request is counted in the metrics
+OVER_CAP = "specdec.over_cap"  # set in the scope of a request on a connection beyond Limits.max_connections
 
 
 def count(metrics: ServiceMetrics, scope: dict | None, outcome: str, tokens: int = 0, seconds: float | None = None):
@@ -147,22 +149,16 @@ def guarded_protocol(limits: Limits, metrics: ServiceMetrics) -> type[H11Protoco
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
             self.header_timer = None
-            if len(self.connections) > limits.max_connections:
-                self.refuse(
-                    ServiceError(
-                        503,
-                        f"the server holds {limits.max_connections} connections, its most; try again shortly",
-                        "overloaded",
-                        headers={"Retry-After": "1"},
-                    )
-                )
+            self.over_cap = len(self.connections) > limits.max_connections  # answered 503 once its request is in
+            if len(self.connections) > 2 * limits.max_connections:  # a flood: no time for answers
+                transport.close()
                 return
-            self.arm_header_timer()
+            self.arm_header_timer(min(1.0, limits.header_timeout) if self.over_cap else limits.header_timeout)
 
-        def arm_header_timer(self) -> None:
+        def arm_header_timer(self, seconds: float = limits.header_timeout) -> None:
             self.disarm_header_timer()
-            self.bytes_seen = False
-            self.header_timer = self.loop.call_later(limits.header_timeout, self.headers_too_slow)
+            self.bytes_seen, self.header_seconds = False, seconds
+            self.header_timer = self.loop.call_later(seconds, self.headers_too_slow)
 
         def disarm_header_timer(self) -> None:
             if getattr(self, "header_timer", None) is not None:
@@ -177,6 +173,8 @@ def guarded_protocol(limits: Limits, metrics: ServiceMetrics) -> type[H11Protoco
             super().handle_events()
             if self.conn.their_state is not h11.IDLE:  # the headers are in (or the connection is done)
                 self.disarm_header_timer()
+            if self.over_cap and self.scope is not None:
+                self.scope[OVER_CAP] = True  # read by StrictRequests before the app sees the request
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -194,7 +192,7 @@ def guarded_protocol(limits: Limits, metrics: ServiceMetrics) -> type[H11Protoco
             if not self.bytes_seen:  # an idle connection: nothing to answer
                 self.transport.close()
                 return
-            message = f"the request's headers did not arrive within {limits.header_timeout:g} s"
+            message = f"the request's headers did not arrive within {self.header_seconds:g} s"
             self.refuse(ServiceError(408, message, "request_timeout"))
 
         def refuse(self, error: ServiceError) -> None:
@@ -249,6 +247,9 @@ class StrictRequests:
 
     async def __call__(self, scope, receive, send) -> None:
         error = framing_error(scope, self.limits) if scope["type"] == "http" else None
+        if scope.get(OVER_CAP):
+            message = f"the server holds {self.limits.max_connections} connections, its most; try again shortly"
+            error = ServiceError(503, message, "overloaded", headers={"Retry-After": "1", "Connection": "close"})
         if error is None:
             await self.app(scope, receive, send)
             return
@@ -257,9 +258,14 @@ class StrictRequests:
 
 
 def check_content_type(request: Request) -> None:
+    """The body must be declared as JSON; a charset, if given, must be UTF-8 (what JSON is sent in)."""
     value = request.headers.get("content-type")
-    media, _, parameters = (value or "").partition(";")
-    charset = parameters.strip().lower().removeprefix("charset=").strip('"') if parameters.strip() else "utf-8"
+    media, *parameters = (value or "").split(";")
+    charset = "utf-8"
+    for parameter in parameters:
+        name, _, given = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            charset = given.strip().strip('"').lower()
     if media.strip().lower() != "application/json" or charset not in ("utf-8", "utf8"):
         raise ServiceError(
             415, f"Content-Type must be application/json (UTF-8), got {value!r}", "unsupported_media_type"

@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -49,6 +49,16 @@ ALLOWED = {
     "min_p": "a number in [0, 1] (0 means no min-p)",
     "gamma": f"an integer in [1, {MAX_GAMMA}]",
     "verify": '"token" (one draft at a time, notebook 09) or "block" (the drafts judged together, notebook 11)',
+    # OpenAI's fields this service understands but does not offer: accepted at their neutral value only
+    "user": "a string (an end user's id; accepted and not used)",
+    "echo": "false (this server does not echo the prompt)",
+    "logprobs": "null or 0 (this server returns no log-probabilities)",
+    "best_of": "1 (one completion per request)",
+    "frequency_penalty": "0 (no penalties: they would change the target's law)",
+    "presence_penalty": "0 (no penalties: they would change the target's law)",
+    "logit_bias": "null or {{}} (no bias: it would change the target's law)",
+    "stop": "null (no stop sequences; a generation stops at the end token or at max_tokens)",
+    "suffix": "null (no insertion)",
 }
 
 
@@ -60,14 +70,16 @@ class StreamOptions(BaseModel):
 class CompletionRequest(BaseModel):
     """The body of POST /v1/completions: OpenAI's fields this service supports, and its own four.
 
-    OpenAI's: model, prompt (one string), max_tokens, temperature, top_p, n (1 only), stream,
-    stream_options, seed. This service's: top_k, min_p, gamma and verify. Strict: a field of the
-    wrong JSON type is refused, never converted.
+    OpenAI's: model, prompt (one string, or a list of one), max_tokens, temperature, top_p, n (1
+    only), stream, stream_options, seed; and, at their neutral values only, user, echo, logprobs,
+    best_of, the penalties, logit_bias, stop and suffix (so that clients which send them by
+    default work). This service's: top_k, min_p, gamma and verify. Strict: a field of the wrong
+    JSON type is refused, never converted.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
     model: str
-    prompt: str
+    prompt: str | Annotated[list[str], Field(min_length=1, max_length=1)]  # one prompt, alone or in a list
     max_tokens: int = Field(16, ge=1)  # OpenAI's default
     temperature: float = Field(1.0, ge=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
@@ -79,6 +91,15 @@ class CompletionRequest(BaseModel):
     min_p: float = Field(0.0, ge=0.0, le=1.0)
     gamma: int = Field(4, ge=1, le=MAX_GAMMA)
     verify: Literal["token", "block"] = "token"
+    user: str | None = None
+    echo: Literal[False] = False
+    logprobs: Literal[0] | None = None
+    best_of: int = Field(1, ge=1, le=1)
+    frequency_penalty: float = Field(0.0, ge=0.0, le=0.0)
+    presence_penalty: float = Field(0.0, ge=0.0, le=0.0)
+    logit_bias: dict[str, float] | None = Field(None, max_length=0)
+    stop: None = None
+    suffix: None = None
 
 
 class ServiceError(Exception):
@@ -217,7 +238,7 @@ class GenerationService:
 
     def _check(self, fields: CompletionRequest) -> Request:
         """The checks that depend on the models: the prompt's characters and length, and the context."""
-        prompt = fields.prompt
+        prompt = fields.prompt if isinstance(fields.prompt, str) else fields.prompt[0]
         if not prompt:
             raise self._refuse("prompt", f'prompt must be {self.allowed["prompt"]}, got ""')
         outside = sorted({char for char in prompt if char not in CHARACTERS})
@@ -228,11 +249,13 @@ class GenerationService:
             raise self._refuse(
                 "prompt", f"prompt is {len(tokens)} tokens long, more than max_context {self.max_context}"
             )
+        given = "" if "max_tokens" in fields.model_fields_set else ", the default"
         if fields.max_tokens > self.max_context or len(tokens) + fields.max_tokens - 1 > self.max_context:
             raise self._refuse(
                 "max_tokens",
-                f"prompt ({len(tokens)} tokens) + max_tokens ({_shown(fields.max_tokens)}) is more than max_context"
-                f" {self.max_context} allows: max_tokens must be in [1, {self.max_context - len(tokens) + 1}] here",
+                f"prompt ({len(tokens)} tokens) + max_tokens ({_shown(fields.max_tokens)}{given}) - 1 positions are"
+                f" more than max_context {self.max_context}: max_tokens must be in"
+                f" [1, {self.max_context - len(tokens) + 1}] here (the last token is never read, so needs no position)",
             )
         if fields.stream_options is not None and not fields.stream:
             raise self._refuse("stream_options", f"stream_options must be {self.allowed['stream_options']}")
@@ -336,8 +359,9 @@ class GenerationService:
 def _deadline(timeout: float, generated: int, max_tokens: int) -> ServiceError:
     return ServiceError(
         504,
-        f"the request's deadline of {timeout:g} s passed after {generated} of at most {max_tokens} tokens;"
-        " nothing was kept. Ask for fewer tokens, or send it again.",
+        f"the request's deadline of {timeout:g} s passed after {generated} of at most {max_tokens} tokens, and the"
+        " generation stopped there (an answer that was not streamed has none of them). Ask for fewer tokens, or"
+        " send it again: with the same seed it gives the same text.",
         "deadline_exceeded",
     )
 

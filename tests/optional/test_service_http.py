@@ -194,8 +194,48 @@ def test_wrong_paths_get_404_and_wrong_methods_405_with_allow(server):
         assert head.status_code == 405 and head.headers["allow"] == "POST" and head.content == b""
 
 
+def test_openai_fields_the_service_does_not_offer_are_accepted_at_their_neutral_value_only(server):
+    neutral = {"user": "u-1", "echo": False, "logprobs": None, "best_of": 1, "frequency_penalty": 0.0}
+    neutral |= {"presence_penalty": 0, "logit_bias": {}, "stop": None, "suffix": None}
+    status, answer = post_json(server.url, "/v1/completions", body(["def f("], max_tokens=20, seed=4, **neutral))
+    assert status == 200 and answer["choices"][0]["text"] == TOKENIZER.decode(reference("def f(", 20, 4).tokens)
+    for param, value, says in [
+        ("stop", ["\n"], "no stop sequences"),
+        ("echo", True, "false"),
+        ("logprobs", 2, "null or 0"),
+        ("best_of", 3, "1 (one completion"),
+        ("frequency_penalty", 0.5, "0 (no penalties"),
+        ("logit_bias", {"5": 2.0}, "null or {}"),
+        ("suffix", "x", "null"),
+        ("prompt", ["a", "b"], "non-empty string"),
+    ]:
+        status, answer = post_json(server.url, "/v1/completions", {**body(), param: value})
+        assert status == 422 and says in assert_openai_error(answer, "invalid_field", param), param
+
+
+def test_a_prompt_too_long_for_the_default_max_tokens_says_the_default(server):
+    status, answer = post_json(server.url, "/v1/completions", body("x" * 250))
+    assert status == 422 and "max_tokens (16, the default)" in assert_openai_error(
+        answer, "invalid_field", "max_tokens"
+    )
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=UTF-8", "Application/JSON; profile=x"])
+def test_json_with_a_utf8_charset_or_other_parameters_is_accepted(server, content_type):
+    raw = json.dumps(body(max_tokens=3, seed=0)).encode()
+    answer = httpx.post(server.url + "/v1/completions", content=raw, headers={"Content-Type": content_type})
+    assert answer.status_code == 200
+
+
 @pytest.mark.parametrize(
-    "content_type", [None, "text/plain", "application/json; charset=utf-16", "application/x-www-form-urlencoded"]
+    "content_type",
+    [
+        None,
+        "text/plain",
+        "application/json; charset=utf-16",
+        "application/json; profile=x; charset=latin-1",
+        "application/x-www-form-urlencoded",
+    ],
 )
 def test_a_body_that_is_not_utf8_json_by_its_content_type_gets_a_415(server, content_type):
     headers = {} if content_type is None else {"Content-Type": content_type}
@@ -330,29 +370,28 @@ def test_sixty_four_connections_while_eight_long_generations_run_are_all_answere
     def running(url: str) -> float:
         return metric(read_metrics(url), "specdec_requests_in_progress")
 
-    async def sixty_four(url: str) -> list[tuple[int, float]]:
+    async def sixty_four(url: str) -> list[tuple[int, int, float]]:
         async with httpx.AsyncClient(limits=httpx.Limits(max_connections=64), timeout=10) as client:
 
-            async def one() -> tuple[int, float]:
+            async def one() -> tuple[int, int, float]:
                 started = time.monotonic()
                 answer = await client.get(url + "/health")
-                return answer.status_code, time.monotonic() - started
+                return answer.status_code, answer.json()["generations_running"], time.monotonic() - started
 
             return await asyncio.gather(*[one() for _ in range(64)])
 
-    with serving_process("--max-generations", "8") as (url, _), ThreadPoolExecutor(8) as pool:
-        long = [
+    with serving_process("--max-generations", "8", "--slow-ms", "20") as (url, _), ThreadPoolExecutor(8) as pool:
+        long = [  # each about 2 s: 240 tokens, 20 ms more per target call
             pool.submit(httpx.post, url + "/v1/completions", json=body("def f(", max_tokens=240, seed=i), timeout=60)
             for i in range(8)
         ]
         while running(url) < 8:
             time.sleep(0.005)
         answers = asyncio.run(sixty_four(url))
-        still_running = running(url)
         assert [future.result().status_code for future in long] == [200] * 8
-    assert still_running == 8  # the long generations were running all along
-    assert [status for status, _ in answers] == [200] * 64
-    assert max(seconds for _, seconds in answers) < 1.0
+    assert [status for status, _, _ in answers] == [200] * 64
+    assert {busy for _, busy, _ in answers} == {8}  # every one answered while the 8 generations ran
+    assert max(seconds for _, _, seconds in answers) < 1.0
 
 
 def test_beyond_the_connection_cap_a_503_in_json_and_then_service_resumes():
@@ -360,10 +399,18 @@ def test_beyond_the_connection_cap_a_503_in_json_and_then_service_resumes():
     with BackgroundServer(service, limits=Limits(max_connections=8)) as capped:
         held = [socket.create_connection(address(capped.url)) for _ in range(8)]
         try:
-            response, _ = exchange(capped.url, b"")  # the 9th
+            response, _ = exchange(capped.url, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # the 9th
             status, headers, answer = parse(response)
-            assert status == 503 and headers["retry-after"] == "1"
+            assert status == 503 and headers["retry-after"] == "1" and headers["connection"] == "close"
             assert "8 connections" in assert_openai_error(answer, "overloaded")
+            response, seconds = exchange(capped.url, b"")  # an idle 10th: closed after a second
+            assert response == b"" and seconds < 2.0
+            flood = [socket.create_connection(address(capped.url)) for _ in range(12)]  # beyond twice the cap
+            for connection in flood[-2:]:
+                connection.settimeout(5)
+                assert connection.recv(1024) == b""  # closed at once, unanswered
+            for connection in flood:
+                connection.close()
         finally:
             for connection in held:
                 connection.close()
@@ -691,7 +738,10 @@ def test_the_limits_appendix_b_states_are_the_defaults():
     prose = " ".join("".join(cell["source"]) for cell in page["cells"] if cell["cell_type"] == "markdown")
     limits, service = Limits(), GenerationService(TARGET, DRAFT, TOKENIZER)
     assert f"header deadline** ({limits.header_timeout:g} s" in prose
-    assert f"at most {limits.max_connections} open **connections** and {limits.max_generations} **generations at once**" in prose
+    assert (
+        f"at most {limits.max_connections} open **connections** and {limits.max_generations} **generations at once**"
+        in prose
+    )
     assert f"**deadline** ({service.timeout:g} s)" in prose
 
 

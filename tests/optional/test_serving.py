@@ -111,6 +111,17 @@ def test_the_exact_retry_keeps_the_law_and_the_redrawing_retry_does_not():
 # --- the load test's arithmetic (the HTTP service: tests/optional/test_service_http.py) ---------------
 
 
+def test_the_overhead_verdict_says_which_measurement_decides():
+    from specdec.serving.bench import overhead_verdict
+
+    quiet = overhead_verdict({"cpu_overhead": 0.02, "cpu_noise": -0.06}, {"overhead": 0.002})
+    assert "inside the noise floor (±6.0%)" in quiet and "0.20% of a generation, within the 3% budget" in quiet
+    busy = overhead_verdict({"cpu_overhead": 0.38, "cpu_noise": 0.1}, {"overhead": 0.002})
+    assert "far from what the wrappers cost" in busy and "run the cell again" in busy
+    costly = overhead_verdict({"cpu_overhead": 0.05, "cpu_noise": 0.01}, {"overhead": 0.04})
+    assert "stands out of the noise floor" in costly and "over the 3% budget" in costly
+
+
 def test_histogram_quantile_interpolates_like_prometheus():
     cumulative = [(0.1, 10.0), (0.2, 30.0), (0.5, 40.0), (float("inf"), 40.0)]
     assert histogram_quantile(0.25, cumulative) == pytest.approx(0.1)
@@ -196,6 +207,7 @@ def test_a_target_on_another_worker_gives_the_same_tokens(client):
         (["--timeout", "inf"], "--timeout: must be a number of seconds in [0.1, 600]"),
         (["--max-generations", "0"], "--max-generations: must be a whole number in [1, 256], got '0'"),
         (["--max-generations", "2.5"], "--max-generations: must be a whole number in [1, 256]"),
+        (["--slow-ms", "-1"], "--slow-ms: must be a number of milliseconds in [0, 1000], got '-1'"),
     ],
 )
 def test_the_serving_cli_refuses_bad_options_before_loading_any_model(monkeypatch, capsys, argv, message):
