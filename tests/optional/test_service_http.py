@@ -738,6 +738,7 @@ def test_the_limits_appendix_b_states_are_the_defaults():
     prose = " ".join("".join(cell["source"]) for cell in page["cells"] if cell["cell_type"] == "markdown")
     limits, service = Limits(), GenerationService(TARGET, DRAFT, TOKENIZER)
     assert f"header deadline** ({limits.header_timeout:g} s" in prose
+    assert f"**body deadline** ({limits.body_timeout:g} s" in prose
     assert (
         f"at most {limits.max_connections} open **connections** and {limits.max_generations} **generations at once**"
         in prose
