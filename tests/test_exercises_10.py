@@ -225,6 +225,13 @@ def test_acceptance_per_position_wrong_answers_fail(wrong, capsys):
     assert "✗ acceptance_per_position" in capsys.readouterr().out
 
 
+def test_a_rate_at_an_unreached_position_is_told_to_be_nan(capsys):
+    ex10.check_acceptance_per_position(zero_where_unreached)
+    assert "no round reached position(s)" in capsys.readouterr().out
+    ex10.check_acceptance_per_position(reaches_only_accepted)  # a different bug: no such hint
+    assert "no round reached" not in capsys.readouterr().out
+
+
 def test_the_reasons_for_type_and_precision_are_said_in_words(capsys):
     ex10.check_acceptance_per_position(returns_a_list)
     assert "list" in capsys.readouterr().out

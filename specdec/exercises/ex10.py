@@ -190,9 +190,20 @@ def check_acceptance_per_position(fn) -> bool:
             return verdict("acceptance_per_position", failure, len(cases))
         if not same_rates(got, expected):
             shape = f" (shape {got.shape}, expected {expected.shape})" if got.shape != expected.shape else ""
-            failure = f"{where} expected {show(expected)}, got {show(got)}{shape}"
+            failure = f"{where} expected {show(expected)}, got {show(got)}{shape}{unreached_hint(got, expected)}"
             return verdict("acceptance_per_position", failure, len(cases))
     return verdict("acceptance_per_position", None, len(cases))
+
+
+def unreached_hint(got: np.ndarray, expected: np.ndarray) -> str:
+    """Names the mistake when the only wrong entries are numbers at positions that no round reached."""
+    if got.shape != expected.shape or not np.issubdtype(got.dtype, np.number):
+        return ""
+    unreached = np.isnan(expected) & ~np.isnan(got.astype(np.float64))  # (gamma,)
+    if not unreached.any() or not same_rates(np.where(unreached, np.nan, got.astype(np.float64)), expected):
+        return ""
+    positions = (np.flatnonzero(unreached) + 1).tolist()
+    return f": no round reached position(s) {positions}, so the rate there is 0 / 0, undefined: np.nan, not a number"
 
 
 # --- best_gamma_by_position --------------------------------------------------------------
