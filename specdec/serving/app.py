@@ -468,11 +468,16 @@ def uvicorn_config(service: GenerationService, limits: Limits, host: str, port: 
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on host:port (port 0: a free one)."""
+    """A listening TCP socket on host:port (port 0: a free one).
+
+    Listening from here on, before uvicorn starts: a client that connects as soon as the address
+    is printed waits in the backlog instead of being refused.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(2048)  # uvicorn's default backlog
     return sock
 
 

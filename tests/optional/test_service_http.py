@@ -371,14 +371,17 @@ def test_sixty_four_connections_while_eight_long_generations_run_are_all_answere
         return metric(read_metrics(url), "specdec_requests_in_progress")
 
     async def sixty_four(url: str) -> list[tuple[int, int, float]]:
-        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=64), timeout=10) as client:
+        host, port = address(url)
 
-            async def one() -> tuple[int, int, float]:
-                started = time.monotonic()
-                answer = await client.get(url + "/health")
-                return answer.status_code, answer.json()["generations_running"], time.monotonic() - started
+        async def one() -> tuple[int, int, float]:  # a bare connection: the client adds almost nothing
+            started = time.monotonic()
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            status, _, answer = parse(await reader.read())
+            writer.close()
+            return status, answer["generations_running"], time.monotonic() - started
 
-            return await asyncio.gather(*[one() for _ in range(64)])
+        return await asyncio.gather(*[one() for _ in range(64)])
 
     with serving_process("--max-generations", "8", "--slow-ms", "20") as (url, _), ThreadPoolExecutor(8) as pool:
         long = [  # each about 2 s: 240 tokens, 20 ms more per target call
@@ -716,6 +719,16 @@ def test_python_m_specdec_serving_serves_on_127_0_0_1_and_bad_requests_leave_no_
         assert metric(read_metrics(url), "specdec_generated_tokens_total") == answer["usage"]["completion_tokens"]
     errors = process.stderr.read()
     assert "Traceback" not in errors and "Exception" not in errors, errors
+
+
+def test_the_socket_listens_before_the_address_is_printed():
+    """So a client that connects as soon as it reads "serving on ..." waits in the backlog, not refused."""
+    from specdec.serving.app import bind
+
+    with bind("127.0.0.1", 0) as sock:
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1
+        with socket.create_connection(sock.getsockname()[:2], timeout=5):
+            pass  # accepted into the backlog before any server runs
 
 
 def test_the_cli_warns_when_told_to_listen_beyond_this_machine(monkeypatch, capsys):
