@@ -14,13 +14,17 @@ its gift, an OpenAPI page, this small API does not need. Starlette gives routing
 streaming responses and nothing it would have to override; pydantic checks the fields
 (`specdec.serving.service.CompletionRequest`).
 
-Why uvicorn: its HTTP/1.1 parser (h11) refuses ambiguous framing (two Content-Length headers,
-or Content-Length with Transfer-Encoding), which is what stops request smuggling behind a proxy,
-and its event loop holds thousands of idle connections in one thread. What uvicorn lacks is
-added here, in `guarded_protocol`: a deadline for a request's headers (uvicorn has none, so a
-client sending one byte a minute would hold its connection forever), a cap on open connections,
-and errors in JSON. The generations run in a pool of `Limits.max_generations` threads; numpy
-work shares the GIL, so threads give concurrency, not parallelism (section 5 of appendix B).
+Why uvicorn: its HTTP/1.1 parser (h11) refuses malformed framing (two Content-Length headers, a
+length that is not digits), and its event loop holds thousands of idle connections in one
+thread. What uvicorn lacks is added here. `guarded_protocol`: a deadline for a request's headers
+(uvicorn has none, so a client sending one byte a minute would hold its connection forever), a
+cap on open connections, and errors in JSON. `StrictRequests`: h11 accepts Content-Length
+together with Transfer-Encoding (it follows the chunked framing, as RFC 9112 allows), and a proxy
+that follows the length would then pass a second request hidden in the body (request smuggling),
+so such a request is refused; also refused: other HTTP versions and oversized headers.
+
+The generations run in a pool of `Limits.max_generations` threads; numpy work shares the GIL, so
+threads give concurrency, not parallelism (section 5 of appendix B).
 """
 
 import asyncio

@@ -721,6 +721,22 @@ def test_python_m_specdec_serving_serves_on_127_0_0_1_and_bad_requests_leave_no_
     assert "Traceback" not in errors and "Exception" not in errors, errors
 
 
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda: Limits(max_generations=0), "max_generations must be an integer in [1, 256], got 0"),
+        (lambda: Limits(max_body=True), "max_body must be an integer"),
+        (lambda: Limits(header_timeout=float("nan")), "header_timeout must be a number of seconds in (0, 3600)"),
+        (lambda: Limits(body_timeout=0), "body_timeout must be a number of seconds in (0, 3600), got 0"),
+        (lambda: GenerationService(TARGET, DRAFT, TOKENIZER, timeout=-1), "timeout must be a number of seconds > 0"),
+    ],
+)
+def test_bad_limits_are_refused_with_their_name_and_range(make, says):
+    with pytest.raises(ValueError) as refused:
+        make()
+    assert says in str(refused.value)
+
+
 def test_the_socket_listens_before_the_address_is_printed():
     """So a client that connects as soon as it reads "serving on ..." waits in the backlog, not refused."""
     from specdec.serving.app import bind
