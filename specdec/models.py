@@ -97,7 +97,7 @@ def gpt_from_arrays(arrays: dict[str, np.ndarray], path: Path, name: str) -> GPT
             f"{path}: a model of these sizes (vocab {vocab_size}, d_model {d_model}, {n_layer} layers, "
             f"max_context {max_context}) would take {needed / 2**30:.1f} GiB, more than {MAX_MODEL_BYTES >> 30} GiB"
         )
-    for key, shape in expected_shapes(vocab_size, max_context, d_model, n_layer).items():
+    for key, shape in shapes.items():
         if key not in arrays:
             raise ValueError(f"{path}: missing array '{key}'")
         if arrays[key].shape != shape:

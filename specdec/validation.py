@@ -95,10 +95,10 @@ def check_optional_token(token, name: str, vocab_size: int) -> int | None:
     return check_integer(token, name, 0, vocab_size - 1)
 
 
-def as_array(value, name: str, dtype=None) -> np.ndarray:
-    """np.asarray(value, dtype), with a message naming `name` for ragged rows (lists of different lengths)."""
+def as_array(value, name: str) -> np.ndarray:
+    """np.asarray(value), with a message naming `name` for ragged rows (lists of different lengths)."""
     try:
-        return np.asarray(value, dtype=dtype)
+        return np.asarray(value)
     except ValueError as error:
         if "inhomogeneous" not in str(error) and "sequence" not in str(error):
             raise

@@ -310,6 +310,12 @@ async def notice_disconnect(request: Request, cancelled: threading.Event) -> Non
             return
 
 
+def internal_error(error: BaseException) -> ServiceError:
+    """A bug, not the client's fault: logged with its traceback, answered 500 without it."""
+    log.error("generation failed", exc_info=error)
+    return ServiceError(500, f"internal error: {type(error).__name__}", "internal_error")
+
+
 def sse(data) -> bytes:
     return b"data: " + (data if isinstance(data, bytes) else json.dumps(data).encode()) + b"\n\n"
 
@@ -361,9 +367,8 @@ def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictR
                 done = await start(parsed, None, cancelled)
             except ServiceError as error:
                 return refuse(error, request)
-            except Exception as error:  # a bug, not the client's fault: say so, log it, keep serving
-                log.exception("generation failed")
-                return refuse(ServiceError(500, f"internal error: {type(error).__name__}", "internal_error"), request)
+            except Exception as error:  # a bug: say so, log it, keep serving
+                return refuse(internal_error(error), request)
             finally:
                 watcher.cancel()
             if cancelled.is_set():
@@ -381,10 +386,7 @@ def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictR
         watcher.cancel()  # from here on the streaming response listens for the disconnect
         if isinstance(first, asyncio.Future) and first.exception() is not None:
             error = first.exception()
-            if isinstance(error, ServiceError):
-                return refuse(error, request)
-            log.error("generation failed", exc_info=error)
-            return refuse(ServiceError(500, f"internal error: {type(error).__name__}", "internal_error"), request)
+            return refuse(error if isinstance(error, ServiceError) else internal_error(error), request)
 
         def chunk(text: str, finish_reason: str | None, **extra) -> dict:
             choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": finish_reason}
@@ -409,9 +411,7 @@ def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictR
                     if parsed.include_usage:
                         yield sse({**chunk("", None), "choices": [], "usage": usage(parsed, sent)})
                 else:
-                    if not isinstance(error, ServiceError):
-                        log.error("generation failed", exc_info=error)
-                        error = ServiceError(500, f"internal error: {type(error).__name__}", "internal_error")
+                    error = error if isinstance(error, ServiceError) else internal_error(error)
                     count(metrics, request.scope, OUTCOME[error.code])
                     recorded = True
                     yield sse(error.body())

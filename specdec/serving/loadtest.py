@@ -5,6 +5,7 @@ a fixed number of requests, a fixed number of concurrent clients, and a duration
 no new request is sent. Every request sent is accounted for: answered (by status) or failed.
 """
 
+import json
 import math
 import threading
 import time
@@ -28,14 +29,9 @@ def check_local(url: str) -> str:
 
 def post_json(url: str, path: str, body, timeout: float = 30.0) -> tuple[int, dict]:
     """POST a JSON body (or raw bytes, sent as application/json) to a local server; (status, JSON answer)."""
-    content = body if isinstance(body, bytes) else None
-    response = httpx.post(
-        check_local(url) + path,
-        content=content,
-        json=None if content is not None else body,
-        headers={"Content-Type": "application/json"},
-        timeout=timeout,
-    )
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    response = httpx.post(check_local(url) + path, content=content, headers=headers, timeout=timeout)
     return response.status_code, response.json()
 
 
