@@ -20,8 +20,11 @@ c, the draft's turn per drafted token; f(n), the target's turn of n tokens (its 
 n rows, the verification); the prompt's first step. Each row prints its own.
 
 Then, for each setting at its best gamma, where the time goes (`round_breakdown`) and the three
-factors that make up measured / predicted (`gap_factors`). `--profile` adds a cProfile of the
-speculative runs at T=1.
+factors that make up measured / predicted (`gap_factors`). Last, the course's targets at the
+defaults, and beside each the "calls only" bound (`calls_only`): the best row's speed-up had nothing
+but the two models' calls taken time. When even that is below a target, no verification rule, choice
+of gamma or leaner bookkeeping reaches it with this pair on this machine. `--profile` adds a cProfile
+of the speculative runs at T=1.
 
     python benchmarks/bench_speculative.py                     # about 4 minutes on a 2-core machine
     python benchmarks/bench_speculative.py --gammas 3 4 5 --prompts 8 --repeats 1   # a quick look
@@ -33,6 +36,7 @@ Needs only the course's environment (numpy, threadpoolctl); run it on an otherwi
 import argparse
 import cProfile
 import datetime
+import math
 import os
 import platform
 import pstats
@@ -71,6 +75,21 @@ SETTINGS = [
     SamplingParams(temperature=0.7, top_k=20),
 ]
 TARGETS = {"greedy": (5.0, 2.5), "T=1": (3.1, 1.75)}  # at the library's defaults: tokens per target call, speed-up
+
+
+def calls_only(row: dict) -> float:
+    """What a row's rounds would give if only the models' calls took time: a bound on its speed-up.
+
+    Tokens per target call over the mean round's calls, sum over rounds of ((n - 1) c + f_call(n)) /
+    rounds, where a round scores n = drafts + 1 tokens; all measured in the row's own runs (c, the
+    draft's turn per drafted token, and f_call, the target's bare call of n tokens, in plain steps).
+    Sampling the target's rows, verifying, the loop and the prompt cost nothing, while plain decoding
+    keeps its real cost: no verification rule or bookkeeping can beat it with these calls.
+    """
+    costs = row["costs"]
+    rounds = costs["rounds"]  # {n: how many rounds scored n tokens}
+    calls = math.fsum(k * ((n - 1) * costs["c"] + costs["f_call"][n]) for n, k in rounds.items())
+    return row["tokens_per_call"] / (calls / sum(rounds.values()))
 
 
 def gamma_argument(text: str) -> int | str:
@@ -237,6 +256,12 @@ def main() -> None:
         print(
             f"  {'':6} without the {row['looping']} of {len(row['repeated'])} outputs that loop: tokens per call "
             f"{row['tokens_per_call_not_looping']:.2f}, speed-up {row['speedup_not_looping']:.2f}x"
+        )
+        bound = max(results[name], key=calls_only)
+        print(
+            f"  {'':6} calls only: at most {calls_only(bound):.2f}x (gamma {bound['gamma']}, the best row; "
+            f"target {speed_target}x: {'within reach' if calls_only(bound) >= speed_target else 'OUT OF REACH'})"
+            " if sampling, verification, the loop and the prompt cost nothing"
         )
     within = [abs(row["gap"]) <= 0.10 for rows in results.values() for row in rows]
     print(f"  measured within 10% of predicted: {sum(within)} of {len(within)} rows")

@@ -4,6 +4,7 @@ They are not timed tests: these only keep the scripts from rotting. bench_sample
 is run by tests/optional/.
 """
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -40,6 +41,22 @@ def test_bench_speculative_checks_the_targets_at_the_defaults():
     assert re.search(r"measured within 10% of predicted: \d+ of 8 rows", out)
     assert re.search(r"at gamma \S+: \d of 2 outputs loop \(repeated fraction > 0\.5; median \d\.\d\d\)", out)
     assert re.search(r"^ +without the \d of 2 outputs that loop: tokens per call (\d\.\d\d|nan)", out, re.MULTILINE)
+    bound = r"^ +calls only: at most \d\.\d\dx \(gamma (3|auto), the best row; target (1\.75|2\.5)x: (within|OUT OF) "
+    assert len(re.findall(bound, out, re.MULTILINE)) == 2  # greedy and T=1
+
+
+def test_the_calls_only_bound_charges_the_bare_calls_and_the_measured_tokens():
+    spec = importlib.util.spec_from_file_location("bench_speculative", BENCHMARKS / "bench_speculative.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    # 3 tokens per call; three rounds of 4 drafts (c = 0.1, bare 5-token call 1.6 steps) and one of 2 drafts
+    # (bare 3-token call 1.2): calls per round (3 x 2.0 + 1.4) / 4 = 1.85. The whole turn f (call + sampling
+    # + verification) is not what the bound charges.
+    costs = {"c": 0.1, "f_call": {5: 1.6, 3: 1.2}, "f": {5: 2.4, 3: 1.9}, "rounds": {5: 3, 3: 1}}
+    row = {"gamma": 4, "tokens_per_call": 3.0, "costs": costs}
+    assert bench.calls_only(row) == pytest.approx(3.0 / 1.85)
+    costs["rounds"] = {5: 1}
+    assert bench.calls_only(row) == pytest.approx(3.0 / 2.0)
 
 
 def test_bench_speculative_runs_with_block_verification():
