@@ -114,6 +114,8 @@ def main() -> None:
         help='how sampled rounds are verified: "token" (default) or "block" (notebook 11); greedy is the same',
     )
     args = parser.parse_args()
+    if args.max_new_tokens < 32:
+        parser.error("max new tokens must be at least 32, so that every gamma has full rounds to time")
     if args.prompt_length + args.max_new_tokens > 256:
         parser.error("prompt length + max new tokens must fit the target's context of 256")
 
