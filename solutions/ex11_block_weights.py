@@ -23,7 +23,7 @@ def my_block_weights(tokens, q, p):
     prefix the target did not want: h_i = R_i / (R_i + 1 - w_i). The denominator is 0 only
     when w_i = 1 and the next rows agree (p[i] == q[i]): then the prefix is kept, h_i = 1.
     After the whole block there is no draft row left to compare with: h_gamma = w_gamma.
-    h_0 is never used (the empty prefix is what is left) and is set to 1.
+    h_0 is not a test (the empty prefix is what is left; no uniform is drawn for it) and is set to 1.
     """
     tokens = np.asarray(tokens, dtype=np.int64)  # (gamma,)
     q = np.asarray(q, dtype=np.float64)  # (gamma, V) float64 even for float32 rows; a new array then

@@ -277,7 +277,7 @@ def stops_problem(h, w, tokens, q, p, expected) -> str | None:
     said = f"expected h = {text(expected)}, got h = {text(h)}"
     r = residual_masses(w, tokens, q, p)
     if k == 0:
-        return f"{said}: h_0 = 1 (the empty prefix is what is left when no longer one is kept; it is never used)"
+        return f"{said}: h_0 = 1 (the empty prefix is what is left when no longer one is kept; not a test)"
     if k == gamma and h[gamma] == 1.0:
         return (
             f"{said}: h_gamma = w_gamma = {w[gamma]:.6g}, not 1: the whole block is kept only with probability "
