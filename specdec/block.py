@@ -41,8 +41,8 @@ def block_verify_drawn(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, rng: np
         last = draw(p[gamma], rng)
     else:  # the weighted residual norm(max(0, w_tau p - q)), not the plain one
         excess = np.maximum(w[tau] * p[tau] - q[tau], 0.0)  # (V,)
-        mass = excess.sum()  # 0 needs w_tau = 1 and p = q there, and then length tau + 1 always passes:
-        # unreachable in exact arithmetic, so p[tau] is only a guard against rounding
+        mass = excess.sum()  # 0 at a kept tau needs w_tau = 1 and p = q there (w_tau < 1 gives h_tau = 0),
+        # and then length tau + 1 always passes: unreachable in exact arithmetic, a guard against rounding
         last = draw(excess / mass if mass > 0 else p[tau], rng)
     return np.append(tokens[:tau], last).astype(np.int64), tau
 
