@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from helpers import load_solution
 
-from specdec.exercises.ex00 import check_normalise
+from checkers.ex00 import check_normalise
 
 solution = load_solution("ex00_warm_up")
 

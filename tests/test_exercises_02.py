@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from checkers import ex02
 from specdec.drawing import chi_square_test, total_variation
-from specdec.exercises import ex02
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
 
@@ -182,13 +182,14 @@ def test_draw_with_u_says_past_the_end_is_not_a_token(capsys):
     assert "not a token: the vocabulary is 0 to 9" in capsys.readouterr().out
 
 
-def test_draw_with_u_cannot_change_its_cases_by_editing_the_input():
+def test_draw_with_u_refuses_a_function_that_edits_its_input(capsys):
     def edits_then_answers(probs, u):
         answer = load_solution("ex02_draw_with_u").draw_with_u(probs, u)
         probs[:] = 0.0
         return answer
 
-    assert ex02.check_draw_with_u(edits_then_answers)
+    assert not ex02.check_draw_with_u(edits_then_answers)
+    assert "your function changed its input `probs` in place" in capsys.readouterr().out
 
 
 # --- exercise 2: the event that attains total variation -------------------------------------
@@ -253,7 +254,7 @@ def test_best_event_says_a_number_is_not_an_event(capsys):
 
 def test_best_event_says_indices_are_not_a_mask(capsys):
     assert not ex02.check_total_variation(indices_not_a_mask)
-    assert "a boolean mask of shape" in capsys.readouterr().out
+    assert "a boolean mask, one entry per token" in capsys.readouterr().out
 
 
 def test_best_event_names_the_gap_of_a_wrong_event(capsys):
@@ -267,11 +268,15 @@ def test_best_event_names_the_gap_of_a_wrong_event(capsys):
     [
         lambda p, q: p >= q,  # ties change nothing
         lambda p, q: q > p,  # the complement: the same gap, with the opposite sign
-        lambda p, q: list(p > q),  # a list of bools
     ],
 )
 def test_best_event_accepts_equivalent_events(correct):
     assert ex02.check_total_variation(correct)
+
+
+def test_best_event_refuses_a_list_of_bools(capsys):
+    assert not ex02.check_total_variation(lambda p, q: list(p > q))
+    assert "your function returned a list where a numpy array is asked" in capsys.readouterr().out
 
 
 def every_event(p, q):  # the definition taken literally: all 2**V events, one by one
@@ -334,13 +339,14 @@ def test_best_event_stub_fails(capsys):
     assert "not attempted yet" in capsys.readouterr().out
 
 
-def test_best_event_cannot_change_its_cases_by_editing_the_input():
+def test_best_event_refuses_a_function_that_edits_its_input(capsys):
     def edits_then_answers(p, q):
         answer = p > q
         p[:] = q
         return answer
 
-    assert ex02.check_total_variation(edits_then_answers)
+    assert not ex02.check_total_variation(edits_then_answers)
+    assert "your function changed its input `p` in place" in capsys.readouterr().out
 
 
 # --- exercise 3: find_counterexample --------------------------------------------------------

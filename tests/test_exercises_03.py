@@ -9,8 +9,8 @@ import pytest
 
 import specdec
 import specdec.topk
+from checkers import ex03
 from specdec import top_k_filter as package_top_k
-from specdec.exercises import ex03
 
 SOLUTION_PATH = Path(__file__).resolve().parent.parent / "solutions" / "ex03_top_k.py"
 spec = importlib.util.spec_from_file_location("ex03_top_k", SOLUTION_PATH)
@@ -420,7 +420,7 @@ def test_a_copy_of_the_notebook_filter_is_caught_too(capsys):
     for name in ["against_notebook_filter", "against_own_answer"]:
         assert not ex03.check_top_k_test(namespace[name])
         out = capsys.readouterr().out
-        assert "your test calls top_k_" in out and "properties" in out, out
+        assert "your function calls top_k_" in out and "properties" in out, out
     assert namespace["top_k_filter"] is notebook_filter and namespace["top_k_keep_ties"] is notebook_filter
 
 
@@ -454,7 +454,7 @@ def kth_len_of_batch(x, k):  # len(x) counts the rows of a batch, not the tokens
 @pytest.mark.parametrize(
     ("wrong", "words"),
     [
-        (kth_partitions_in_place, ["modified its input", "np.partition(x"]),
+        (kth_partitions_in_place, ["changed its input `x` in place", "np.partition(x"]),
         (kth_full_sort, ["np.sort", "O(V)"]),
         (kth_by_argsort, ["np.argsort", "O(V)"]),
         (kth_by_sorting, ["np.sort", "O(V)"]),

@@ -5,8 +5,8 @@ import pytest
 from helpers import load_solution as load
 
 import specdec
+from checkers import ex05
 from specdec import SamplingParams, softmax, top_k_filter, top_p_filter
-from specdec.exercises import ex05
 
 pipeline_solution = load("ex05_pipeline_probs")
 fixed_solution = load("ex05_fixed_top_k_top_p")
@@ -211,7 +211,7 @@ def test_pipeline_rejects(wrong, capsys):
 def test_pipeline_refuses_delegation(wrong, capsys):
     assert not ex05.check_pipeline_probs(wrong)
     out = capsys.readouterr().out
-    assert "it calls" in out
+    assert "calls" in out
     assert "build the pipeline from top_k_filter, top_p_filter, min_p_filter and softmax" in out  # what Ex1 asks
     assert specdec.sampling_probs([0.0, 0.0]).tolist() == [0.5, 0.5]  # restored
     assert ex05.reference_pipeline(np.zeros(2), SamplingParams()).tolist() == [0.5, 0.5]
@@ -220,14 +220,14 @@ def test_pipeline_refuses_delegation(wrong, capsys):
 def test_a_precision_failure_says_so(capsys):
     assert not ex05.check_pipeline_probs(float32_result)
     out = capsys.readouterr().out
-    assert "returned float32 probabilities; float64 is asked" in out and "only the precision is wrong" in out
+    assert "returned float32 probabilities where float64 is asked" in out and "only the dtype is wrong" in out
     assert not ex05.check_pipeline_probs(float64_from_float32_arithmetic)
     assert "float32 precision" in capsys.readouterr().out
 
 
 def test_a_ragged_answer_gets_a_message_not_a_crash(capsys):
     assert not ex05.check_pipeline_probs(lambda logits, params: [[1.0], [0.5, 0.5]])
-    assert "not an array" in capsys.readouterr().out
+    assert "returned a list where a numpy array is asked" in capsys.readouterr().out
 
 
 def forgets_return(logits, params):  # computes the answer, then falls off the end: returns None
@@ -269,7 +269,7 @@ def test_the_stub_message_is_only_not_attempted(checker, capsys):
 def test_a_missing_return_is_named(capsys):
     assert not ex05.check_pipeline_probs(forgets_return)
     out = capsys.readouterr().out
-    assert "returned None (is a return missing?)" in out and "got shape ()" not in out
+    assert "returned None (is a `return` missing?)" in out and "got shape ()" not in out
 
 
 def test_a_wrong_batch_row_is_named_and_shown_whole(capsys):
@@ -375,7 +375,7 @@ def delegates_to_the_checker(logits, top_k, top_p):
 def test_fixed_refuses_delegation(wrong, capsys):
     assert not ex05.check_fixed_top_k_top_p(wrong)
     out = capsys.readouterr().out
-    assert "it calls" in out
+    assert "calls" in out
     assert "fix buggy_top_k_top_p" in out and "write yourself" not in out  # Ex2 asks for a fix, not a pipeline
     assert specdec.sampling_probs([0.0, 0.0]).tolist() == [0.5, 0.5]  # restored
 
@@ -469,18 +469,18 @@ def test_which_order_names_the_type_with_the_right_article(capsys):
 
 def test_which_order_names_a_missing_return(capsys):
     assert not ex05.check_which_order(lambda logits, params, probs: None)
-    assert "returned None (is a return missing?)" in capsys.readouterr().out
+    assert "returned None (is a `return` missing?)" in capsys.readouterr().out
 
 
 def test_fixed_names_a_missing_return(capsys):
     assert not ex05.check_fixed_top_k_top_p(lambda logits, top_k, top_p: None)
-    assert "returned None (is a return missing?)" in capsys.readouterr().out
+    assert "returned None (is a `return` missing?)" in capsys.readouterr().out
 
 
 def test_which_order_refuses_the_checkers_own_orders(capsys):
     assert not ex05.check_which_order(delegates_to_the_checkers_orders)
     out = capsys.readouterr().out
-    assert "it calls filtered_in_order" in out and "write the three orders yourself" in out
+    assert "calls filtered_in_order" in out and "write the three orders yourself" in out
     assert ex05.filtered_in_order(np.zeros(2), SamplingParams(top_k=2), ex05.ORDERS[0]).tolist() == [0.5, 0.5]
 
 

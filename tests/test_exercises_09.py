@@ -7,8 +7,8 @@ import pytest
 from helpers import load_solution
 
 import specdec
+from checkers import ex09
 from specdec.drawing import draw
-from specdec.exercises import ex09
 from specdec.verify import residual_distribution
 
 residual_solution = load_solution("ex09_residual_distribution")
@@ -114,7 +114,7 @@ def test_residual_nan_is_explained(capsys):
 def test_residual_float32_is_said_to_be_a_precision_problem(capsys):
     ex09.check_residual_distribution(in_float32)
     out = capsys.readouterr().out
-    assert "float32" in out and "the values are right" in out and "float64 is asked" in out
+    assert "returned float32 probabilities where float64 is asked (the values are right to float32" in out
 
 
 def keeps_the_input_dtype(p, q):  # right for float64 rows, but float32 rows give float32 back
@@ -143,7 +143,7 @@ def test_residual_float32_arithmetic_is_said_to_be_a_precision_problem(capsys):
 def test_residual_changing_the_input_is_refused_with_a_counterexample(capsys):
     ex09.check_residual_distribution(subtracts_in_place)
     out = capsys.readouterr().out
-    assert "changed its argument p in place" in out and "p = [" in out
+    assert "changed its input `p` in place" in out and "it was [0.5, 0.3, 0.2]" in out
 
 
 def test_residual_warning_in_the_discarded_branch_is_explained(capsys):
@@ -154,7 +154,7 @@ def test_residual_warning_in_the_discarded_branch_is_explained(capsys):
 
 def test_residual_delegation_is_named(capsys):
     ex09.check_residual_distribution(delegates_residual)
-    assert "calls specdec's residual_distribution" in capsys.readouterr().out
+    assert "calls residual_distribution" in capsys.readouterr().out
     assert specdec.residual_distribution is residual_distribution  # restored after the check
 
 
@@ -275,7 +275,7 @@ def test_skipping_the_bonus_is_refused_with_a_counterexample(capsys):
 
 def test_last_token_float32_is_said_to_be_a_precision_problem(capsys):
     assert not ex09.check_last_token(last_token_float32)
-    assert "float32 probabilities; float64 is asked" in capsys.readouterr().out
+    assert "returned float32 probabilities where float64 is asked" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -498,9 +498,18 @@ def test_verify_other_samplers_and_integer_types_are_fine():
         while n < tokens.size and u[n] < p[n, tokens[n]] / q[n, tokens[n]]:
             n += 1
         row = p[n] if n == tokens.size else residual_distribution(p[n], q[n])
-        return np.append(tokens[:n], rng.choice(row.size, p=row)).astype(np.int32), np.int64(n)
+        return np.append(tokens[:n], rng.choice(row.size, p=row)).astype(np.int64), np.int64(n)
 
     assert ex09.check_speculative_verify(with_choice)
+
+
+def test_verify_refuses_token_ids_of_another_integer_dtype(capsys):
+    def int32_tokens(draft_tokens, draft_probs, target_probs, rng):  # speculative_verify's tokens are int64
+        emitted, n = verify_solution.my_speculative_verify(draft_tokens, draft_probs, target_probs, rng)
+        return emitted.astype(np.int32), n
+
+    assert not ex09.check_speculative_verify(int32_tokens)
+    assert "your function returned int32 emitted tokens where int64 is asked" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -512,16 +521,16 @@ def test_verify_other_samplers_and_integer_types_are_fine():
         (missing_bonus, "the bonus token, drawn from target_probs[2], is missing"),
         (always_accept, "must always be rejected"),
         (bonus_from_the_last_draft_row, "does not follow the exact law"),
-        (delegates_verify, "calls specdec's speculative_verify"),
-        (specdec.speculative_verify, "calls specdec's verify_drawn"),
-        (float_tokens, "token ids are integers"),
-        (global_uniforms_non_strict, "use the rng argument"),
-        (new_generator_non_strict, "use the rng argument"),
-        (unseeded_last_token, "use the rng argument"),
+        (delegates_verify, "calls speculative_verify"),
+        (specdec.speculative_verify, "calls verify_drawn"),
+        (float_tokens, "returned float64 emitted tokens where int64 is asked"),
+        (global_uniforms_non_strict, "draws from numpy's global random state"),
+        (new_generator_non_strict, "draws from a generator other than the given `rng`"),
+        (unseeded_last_token, "draws from a generator other than the given `rng`"),
         (reseeds_inside_non_strict, "took only 0 uniform(s) from it"),
-        (emitted_as_a_list, "returned emitted as a list"),
-        (emitted_as_a_tuple, "returned emitted as a tuple"),
-        (residual_into_target_probs, "changed its argument target_probs in place"),
+        (emitted_as_a_list, "returned a list where a numpy array is asked"),
+        (emitted_as_a_tuple, "returned a tuple where a numpy array is asked"),
+        (residual_into_target_probs, "changed its input `target_probs` in place"),
     ],
 )
 def test_verify_wrong_answers_fail_with_a_counterexample(wrong, said, capsys):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers import load_solution
 
-from specdec.exercises import ex10
+from checkers import ex10
 from specdec.timing import expected_tokens
 
 alpha_solution = load_solution("ex10_estimate_alpha")

@@ -5,9 +5,9 @@ import pytest
 from helpers import load_solution
 
 import specdec
+from checkers import ex11
 from specdec import block
 from specdec.block import block_weights
-from specdec.exercises import ex11
 
 solution = load_solution("ex11_block_weights")
 
@@ -251,20 +251,21 @@ def test_the_cases_cover_what_the_statement_names():
         (zero_where_the_denominator_is_zero, "sets h_1 = 1 when the denominator is 0"),
         (python_floats_divide_by_zero, "raised ZeroDivisionError"),
         (h0_left_at_zero, "h_0 = 1"),
-        (returns_float32, "returned w as float32; the values are right to float32 precision"),
+        (returns_float32, "returned float32 w where float64 is asked (the values are right"),
         (keeps_the_input_dtype, "even for float32 q and p"),
         (float32_arithmetic, "float32 arithmetic"),
-        (integer_weights, "returned w with dtype int64"),
+        (integer_weights, "returned int64 w where float64 is asked"),
         (without_the_empty_prefix, "expected (gamma + 1,) = (3,)"),
-        (as_lists, "returned w as a list (the right numbers)"),
+        (as_lists, "returned a list where a numpy array is asked"),
         (only_w, "return a pair (w, h)"),
-        (scales_p_in_place, "changed its argument p in place"),
+        (scales_p_in_place, "changed its input `p` in place"),
     ],
 )
 def test_wrong_answers_fail_with_a_counterexample(wrong, said, capsys):
     assert not ex11.check_block_weights(wrong)
     out = capsys.readouterr().out
-    assert out.startswith("✗ block_weights: for tokens = [") and said in out
+    assert out.startswith("✗ block_weights: ") and "(for tokens = [" in out and said in out
+    assert out.index(said) < out.index("(for tokens = [")  # the diagnosis first, the arrays after
     assert "q = [[" in out and "p = [[" in out  # the inputs of the counterexample, in full
     assert "..." not in out and " at 0x" not in out
     if "raised" not in said and "changed" not in said:
@@ -290,7 +291,7 @@ def test_division_by_zero_is_explained(capsys):
 )
 def test_delegation_is_refused(wrong, name, capsys):
     assert not ex11.check_block_weights(wrong)
-    assert f"calls specdec's {name}, which computes w and h for you" in capsys.readouterr().out
+    assert f"your function calls {name}: it computes w and h for you" in capsys.readouterr().out
 
 
 def test_the_references_are_restored_after_a_check():

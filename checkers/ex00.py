@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from specdec.exercises import call, show, verdict
+from checkers import call, located, result_problem, show, verdict
 
 
 def close(got, expected) -> bool:
@@ -12,11 +12,6 @@ def close(got, expected) -> bool:
     except (TypeError, ValueError):
         return False
     return got.shape == np.shape(expected) and bool(np.allclose(got, expected, rtol=1e-9, atol=1e-12))
-
-
-def copying(fn):
-    """Call fn on copies of the case's arrays, so a function that edits its input cannot change the case."""
-    return lambda *args: fn(*(np.copy(a) if isinstance(a, np.ndarray) else a for a in args))
 
 
 def reference_normalise(weights):
@@ -54,12 +49,12 @@ def problem(got, expected) -> str | None:
 def check_normalise(fn) -> bool:
     """Warm-up: fn(weights) must divide each row (last axis) by its own sum, in float64."""
     for args in NORMALISE_CASES:
-        got, error = call(copying(fn), args)
+        got, error = call(fn, args)
         if error is not None:
             return verdict("normalise", error, len(NORMALISE_CASES))
         expected = reference_normalise(*args)
-        wrong = problem(got, expected)
+        wrong = result_problem(got, expected, "probabilities") or problem(got, expected)
         if wrong is not None:
-            message = f"for input {show(args)} expected {show(expected)}, got {show(got)}: {wrong}"
-            return verdict("normalise", message, len(NORMALISE_CASES))
+            where = f"for input {show(args)} expected {show(expected)}, got {show(got)}"
+            return verdict("normalise", located(wrong, where), len(NORMALISE_CASES))
     return verdict("normalise", None, len(NORMALISE_CASES))

@@ -9,43 +9,22 @@ check_fixed_nucleus_filter(fn):   fn(logits, p) -> logits (one row) with -inf ou
 """
 
 import time
-from contextlib import contextmanager
-from types import ModuleType
 
 import numpy as np
 
 import specdec
 import specdec.nucleus
-from specdec.exercises import call, replaced, show, verdict
+from checkers import call, located, namesakes, result_problem, show, verdict
 from specdec.nucleus import top_p_filter
 
 
-@contextmanager
-def refusing(fn, names: tuple[str, ...], modules: tuple[ModuleType, ...]):
-    """While checking, the reference functions `names` raise when called: fn must not delegate to them.
+def refused_in(fn, names: tuple[str, ...]) -> dict:
+    """The references `names` (the package's, the notebook's copies, any alias): calling one is refused."""
+    return namesakes(fn, names, specdec, specdec.nucleus)
 
-    They are replaced in fn's own namespace (the notebook's) and in `modules`, then restored; so is
-    any name bound to the package's own function (an alias such as `from specdec import top_p_filter as f`)
-    or to a function defined under one of `names` (`f = nucleus_threshold_full_sort`, the notebook's reference).
-    """
-    originals = {name: getattr(specdec.nucleus, name) for name in names if hasattr(specdec.nucleus, name)}
-    saved = []
-    for space in [getattr(fn, "__globals__", {})] + [vars(module) for module in modules]:
-        for key, value in list(space.items()):
-            name = key if key in names else next((n for n, f in originals.items() if value is f), None)
-            if name is None and callable(value) and getattr(value, "__name__", None) in names:
-                name = value.__name__
-            if name is not None:
-                saved.append((space, key, name, value))
 
-    def refusal(name):
-        def refuse(*args, **kwargs):
-            raise RuntimeError(f"it calls {name}, the reference this exercise asks you to write yourself")
-
-        return refuse
-
-    with replaced((space, key, refusal(name)) for space, key, name, _ in saved):
-        yield
+REFUSED_WHY = "the reference this exercise asks you to write yourself"
+SORT_A_COPY = "sort a copy (np.sort returns one), not the caller's array (probs.sort() sorts it in place)"
 
 
 def precise(value) -> str:
@@ -167,24 +146,19 @@ KEEP_REFERENCES = ("top_p_filter", "nucleus_threshold", "nucleus_threshold_full_
 
 def check_nucleus_keep(fn) -> bool:
     """fn(probs, p) must return the boolean nucleus mask of every row (shape of probs), computed in float64."""
-    with refusing(fn, KEEP_REFERENCES, (specdec, specdec.nucleus)):
-        return keep_verdict(fn)
+    return keep_verdict(fn, refused_in(fn, KEEP_REFERENCES))
 
 
-def keep_verdict(fn) -> bool:
+def keep_verdict(fn, refused: dict) -> bool:
     cases = keep_cases()
     n_cases = len(cases) + len(PILOT_VOCABS) + 1
     for probs, p in cases:
-        given = probs.copy()
-        got, error = call(fn, (given, p))
+        got, error = call(fn, (probs, p), refused=refused, why=REFUSED_WHY, in_place=SORT_A_COPY)
         if error is not None:
-            return verdict("nucleus_keep", error, n_cases)
-        if not np.array_equal(given, probs):
-            message = (
-                f"your function modified its input: {precise(probs)} became {precise(given)}."
-                " Sort a copy (np.sort returns one), not the caller's array (probs.sort() sorts it in place)"
-            )
-            return verdict("nucleus_keep", message, n_cases)
+            return verdict("nucleus_keep", located(error, f"for probs {precise(probs)}, p={p!r}"), n_cases)
+        kind = result_problem(got, reference_keep(probs, p), "keep-mask", shape=False)
+        if kind is not None:
+            return verdict("nucleus_keep", located(kind, f"for probs {precise(probs)}, p={p!r}"), n_cases)
         expected = reference_keep(probs, p)
         got_array = np.asarray(got)
         if got_array.shape != expected.shape or not np.array_equal(got_array, expected):
@@ -226,7 +200,7 @@ def keep_verdict(fn) -> bool:
                 " picks tokens by number)",
                 n_cases,
             )
-    return wide_row_verdict(fn, n_cases)
+    return wide_row_verdict(fn, n_cases, refused)
 
 
 WIDE_VOCAB = 1_000_000  # a V x V array of this row would take a terabyte
@@ -245,13 +219,13 @@ def sorted_keep(probs: np.ndarray, p: float) -> np.ndarray:
     return probs >= top[(above < p).sum() - 1]
 
 
-def pilot_verdict(fn, n_cases: int):
+def pilot_verdict(fn, n_cases: int, refused: dict):
     """Time fn on two mid-sized rows; refuse it (return False) when its growth predicts hours on a million tokens."""
     seconds = []
     for vocab in PILOT_VOCABS:
         probs = peaked_row(vocab)
         start = time.perf_counter()
-        got, error = call(fn, (probs.copy(), 0.9))
+        got, error = call(fn, (probs.copy(), 0.9), refused=refused, why=REFUSED_WHY)
         seconds.append(time.perf_counter() - start)
         if error is not None:
             return verdict("nucleus_keep", f"{error} (one row of {vocab:,} probabilities, p=0.9)", n_cases)
@@ -274,11 +248,11 @@ def pilot_verdict(fn, n_cases: int):
     return None
 
 
-def wide_row_verdict(fn, n_cases: int) -> bool:
+def wide_row_verdict(fn, n_cases: int, refused: dict) -> bool:
     """A real vocabulary's row: an O(V^2) answer (a V x V comparison, like mass_strictly_above) runs out of memory."""
-    refused = pilot_verdict(fn, n_cases)
-    if refused is not None:
-        return refused
+    too_slow = pilot_verdict(fn, n_cases, refused)
+    if too_slow is not None:
+        return too_slow
     probs = peaked_row(WIDE_VOCAB)  # (V,)
     try:
         got = np.asarray(fn(probs.copy(), 0.9))
@@ -331,19 +305,17 @@ def float32_nucleus(logits: np.ndarray, p: float) -> np.ndarray:
 
 def check_fixed_nucleus_filter(fn) -> bool:
     """fn(logits, p) on one row of logits must equal specdec.top_p_filter: same -inf places, kept logits unchanged."""
-    with refusing(fn, ("top_p_filter",), (specdec, specdec.nucleus)):
-        return fixed_filter_verdict(fn, fixed_filter_cases())
+    return fixed_filter_verdict(fn, fixed_filter_cases(), refused_in(fn, ("top_p_filter",)))
 
 
-def fixed_filter_verdict(fn, cases: list[tuple]) -> bool:
+def fixed_filter_verdict(fn, cases: list[tuple], refused: dict) -> bool:
     for logits, p in cases:
-        pristine = logits.copy()
-        got, error = call(fn, (logits, p))
+        got, error = call(fn, (logits, p), refused=refused, why=REFUSED_WHY)
+        where = f"for logits {precise(logits)} ({logits.dtype}), p={p!r}"
+        if error is None:
+            error = result_problem(got, top_p_filter(logits, p), "filtered logits", shape=False)
         if error is not None:
-            return verdict("fixed_nucleus_filter", error, len(cases))
-        if not np.array_equal(logits, pristine):
-            message = f"your function modified its input: {show(pristine)} became {show(logits)}"
-            return verdict("fixed_nucleus_filter", message, len(cases))
+            return verdict("fixed_nucleus_filter", located(error, where), len(cases))
         expected = top_p_filter(logits, p).astype(np.float64)
         got_array = np.asarray(got)
         ok = got_array.shape == expected.shape and np.issubdtype(got_array.dtype, np.floating)

@@ -9,14 +9,12 @@ notebook cannot change them by accident.
 """
 
 import sys
-from contextlib import contextmanager
-from types import ModuleType
 
 import numpy as np
 
 import specdec
 import specdec.pipeline
-from specdec.exercises import call, replaced, show, verdict
+from checkers import call, located, namesakes, result_problem, show, verdict
 from specdec.logits import softmax
 from specdec.nucleus import top_p_filter
 from specdec.pipeline import SamplingParams, min_p_filter, sampling_probs
@@ -27,39 +25,9 @@ from specdec.topk import top_k_filter
 REFERENCE_PROBS = sampling_probs
 
 
-@contextmanager
-def refusing(fn, names: tuple[str, ...], modules: tuple[ModuleType, ...], asked: str):
-    """While checking, the functions `names` raise when called: fn must not delegate to them.
-
-    They are replaced by name in `modules` and in fn's own namespace (the notebook's), where any
-    other name bound to one of them (an alias, `from specdec import sampling_probs as sp`) is
-    replaced too; everything is restored afterwards. `asked` says what the exercise asks instead:
-    the refusal's message quotes it.
-    """
-    targets = [vars(module)[name] for module in modules for name in names if name in vars(module)]
-    own = getattr(fn, "__globals__", None)
-    spaces = [vars(module) for module in modules] + ([own] if own is not None else [])
-    saved = []
-    for space in spaces:
-        aliases = space is own and own is not globals()  # this module's REFERENCE_PROBS stays the reference
-        for key, value in list(space.items()):
-            if key in names or (aliases and callable(value) and any(value is target for target in targets)):
-                saved.append((space, key, value))
-    stand_ins = (
-        (space, key, refusal(key if key in names else getattr(value, "__name__", key), asked))
-        for space, key, value in saved
-    )
-    with replaced(stand_ins):
-        yield
-
-
-def refusal(name: str, asked: str):
-    """A stand-in that raises, for a function the learner must not call."""
-
-    def refuse(*args, **kwargs):
-        raise RuntimeError(f"it calls {name} (this exercise asks you to {asked})")
-
-    return refuse
+def refused_in(fn, names: tuple[str, ...]) -> dict:
+    """The ready-made functions `names` (the package's, this module's, the notebook's, any alias): refused."""
+    return namesakes(fn, names, specdec, specdec.pipeline, sys.modules[__name__])
 
 
 def describe(params: SamplingParams) -> str:
@@ -87,7 +55,7 @@ def article(noun: str) -> str:
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
-MISSING_RETURN = "returned None (is a return missing?)"
+MISSING_RETURN = "returned None (is a `return` missing?)"
 
 
 def compare_probs(got, expected: np.ndarray) -> tuple[tuple, str] | None:
@@ -144,25 +112,26 @@ def describe_input(args: tuple, row: tuple, names: tuple = (), source: str = "")
     return text
 
 
-def check_probs_cases(name: str, fn, cases: list[tuple], reference, names: tuple = (), source: str = "") -> bool:
+def check_probs_cases(
+    name: str, fn, cases: list[tuple], reference, names: tuple = (), source: str = "", refused=None, asked: str = ""
+) -> bool:
     """Run fn(*case) and compare with reference(*case): same kept set, same probabilities, input untouched.
 
     `source` names the function that made `cases` (e.g. "ex05.pipeline_cases()"): a counterexample
     quotes `source[i]`, the exact arguments of the failing case.
     """
     for i, args in enumerate(cases):
-        pristine = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
-        got, error = call(fn, args)
+        got, error = call(fn, args, refused=refused, why=f"this exercise asks you to {asked}")
         if error is not None:
             crashed = source and error.startswith("raised")  # not for "not attempted yet"
             return verdict(name, error + (f" (the exact arguments: {source}[{i}])" if crashed else ""), len(cases))
-        if not all(np.array_equal(a, b) for a, b in zip(args, pristine, strict=True) if isinstance(a, np.ndarray)):
-            return verdict(name, f"your function modified its input {show(pristine[0])}", len(cases))
-        problem = compare_probs(got, reference(*args))
-        if problem is not None:
+        expected = reference(*args)
+        kind = result_problem(got, expected, "probabilities")
+        problem = ((), kind) if kind is not None else compare_probs(got, expected)
+        if problem is not None:  # the diagnosis first, then the input (rows of up to 40 logits)
             row, what = problem
             where = describe_input(args, row, names, f"{source}[{i}]" if source else "")
-            return verdict(name, f"for {where}: {what}", len(cases))
+            return verdict(name, located(what, f"for {where}"), len(cases))
     return verdict(name, None, len(cases))
 
 
@@ -234,10 +203,15 @@ def check_pipeline_probs(fn) -> bool:
     It must be built from the filters: calls to the package's pipelines (or this checker's) are refused.
     """
     asked = "build the pipeline from top_k_filter, top_p_filter, min_p_filter and softmax, not call a ready-made one"
-    with refusing(fn, REFERENCES, (specdec, specdec.pipeline, sys.modules[__name__]), asked):
-        return check_probs_cases(
-            "pipeline_probs", fn, pipeline_cases(), REFERENCE_PROBS, source="ex05.pipeline_cases()"
-        )
+    return check_probs_cases(
+        "pipeline_probs",
+        fn,
+        pipeline_cases(),
+        REFERENCE_PROBS,
+        source="ex05.pipeline_cases()",
+        refused=refused_in(fn, REFERENCES),
+        asked=asked,
+    )
 
 
 # --- Exercise 2: spot the bug ------------------------------------------------------------------
@@ -283,11 +257,17 @@ def fixed_cases() -> list[tuple]:
 
 def check_fixed_top_k_top_p(fn) -> bool:
     """fn(logits, top_k, top_p) on one row must give sampling_probs(logits, SamplingParams(1.0, top_k, top_p))."""
-    reference, cases = top_k_top_p, fixed_cases()  # taken before the references are replaced
     asked = "fix buggy_top_k_top_p with the smallest change to its own lines, not call a pipeline"
-    with refusing(fn, REFERENCES, (specdec, specdec.pipeline, sys.modules[__name__]), asked):
-        names, source = ("top_k", "top_p"), "ex05.fixed_cases()"
-        return check_probs_cases("fixed_top_k_top_p", fn, cases, reference, names=names, source=source)
+    return check_probs_cases(
+        "fixed_top_k_top_p",
+        fn,
+        fixed_cases(),
+        top_k_top_p,
+        names=("top_k", "top_p"),
+        source="ex05.fixed_cases()",
+        refused=refused_in(fn, REFERENCES),
+        asked=asked,
+    )
 
 
 # --- Exercise 3: which order made this output? -----------------------------------------------
@@ -331,23 +311,23 @@ def check_which_order(fn) -> bool:
 
     The three orders are the learner's to write: this checker's own filtered_in_order is refused.
     """
-    cases = which_order_cases()  # built before filtered_in_order is replaced
+    cases = which_order_cases()
     asked = "write the three orders yourself, with top_k_filter, top_p_filter, a division by T and softmax"
-    with refusing(fn, ("filtered_in_order",), (sys.modules[__name__],), asked):
-        for i, (logits, params, probs, answer) in enumerate(cases):
-            got, error = call(fn, (logits.copy(), params, probs.copy()))
-            exact = f"(the exact arguments: ex05.which_order_cases()[{i}][:3])"
-            if error is not None:
-                return verdict("which_order", f"{error} {exact}" if error.startswith("raised") else error, len(cases))
-            if not isinstance(got, str) or got != answer:
-                kept = np.flatnonzero(probs > 0).tolist()
-                said = f"you said {got!r}" + ("" if isinstance(got, str) else f" ({article(type(got).__name__)})")
-                if got is None:
-                    said = f"your function {MISSING_RETURN}"
-                return verdict(
-                    "which_order",
-                    f"for logits {whole(logits)} with {describe(params)}, the output keeps tokens {kept}: "
-                    f"it came from {answer!r}, {said}; return one of the strings in ex05.ORDERS {exact}",
-                    len(cases),
-                )
+    refused = refused_in(fn, ("filtered_in_order",))
+    for i, (logits, params, probs, answer) in enumerate(cases):
+        got, error = call(fn, (logits, params, probs), refused=refused, why=f"this exercise asks you to {asked}")
+        exact = f"(the exact arguments: ex05.which_order_cases()[{i}][:3])"
+        if error is not None:
+            return verdict("which_order", f"{error} {exact}" if error.startswith("raised") else error, len(cases))
+        if not isinstance(got, str) or got != answer:
+            kept = np.flatnonzero(probs > 0).tolist()
+            said = f"you said {got!r}" + ("" if isinstance(got, str) else f" ({article(type(got).__name__)})")
+            if got is None:
+                said = f"your function {MISSING_RETURN}"
+            return verdict(
+                "which_order",
+                f"{said}, but this output came from {answer!r}; return one of the strings in ex05.ORDERS"
+                f" (for logits {whole(logits)} with {describe(params)}, the output keeps tokens {kept}; {exact})",
+                len(cases),
+            )
     return verdict("which_order", None, len(cases))

@@ -11,12 +11,11 @@ the use, and a function that uses one is refused with a message naming it.
 """
 
 import math
-from contextlib import contextmanager
 
 import numpy as np
 
+from checkers import call, located, namesakes, result_problem, show, verdict
 from specdec import harness
-from specdec.exercises import call, refusal, refusing_in, show, verdict
 from specdec.speculative import SpeculativeResult
 
 # A CPU-like measurement of f(n) (the shape notebooks 07 and 10 measure).
@@ -26,25 +25,17 @@ F_CPU = {1: 1.0, 2: 1.11, 3: 1.24, 4: 1.26, 5: 1.36, 6: 1.45, 7: 1.58, 8: 1.6, 9
 # --- what every checker shares -----------------------------------------------------------
 
 
-@contextmanager
-def refusing(fn, names: tuple[str, ...], alpha_property: bool = False):
-    """While checking fn, the harness functions `names` and (optionally) SpeculativeResult.alpha record their use.
-
-    They are replaced in specdec.harness and in fn's own namespace (the notebook's), then
-    restored. Yields the list of what fn used (empty when it delegated to nothing).
-    """
-    alpha = SpeculativeResult.__dict__["alpha"]
-    with refusing_in([vars(harness), getattr(fn, "__globals__", {})], names) as used:
-        if alpha_property:
-            SpeculativeResult.alpha = property(lambda result: refusal("SpeculativeResult.alpha", used)())
-        try:
-            yield used
-        finally:
-            SpeculativeResult.alpha = alpha
+def refused_in(fn, names: tuple[str, ...], alpha_property: bool = False) -> dict:
+    """The harness functions `names` (the package's, the notebook's, any alias) and, optionally,
+    SpeculativeResult.alpha: a function that uses one is refused."""
+    refused = namesakes(fn, names, harness)
+    if alpha_property:
+        refused["SpeculativeResult.alpha"] = [SpeculativeResult.__dict__["alpha"]]
+    return refused
 
 
-def delegation(used: list[str], what: str) -> str:
-    return f"it uses {used[0]}, which computes {what} for you: the exercise asks you to count it yourself"
+def yourself(what: str) -> str:
+    return f"it computes {what} for you, and the exercise asks you to count it yourself"
 
 
 def float_width(got) -> str | None:
@@ -99,14 +90,12 @@ def check_estimate_alpha(fn) -> bool:
     It must not use the harness's pooled_alpha / acceptance_counts or SpeculativeResult.alpha.
     """
     cases = estimate_alpha_cases()
+    refused = refused_in(fn, ("pooled_alpha", "acceptance_counts", "acceptance_by_position"), alpha_property=True)
     for accepted, drafted in cases:
-        with refusing(fn, ("pooled_alpha", "acceptance_counts", "acceptance_by_position"), alpha_property=True) as used:
-            got, error = call(fn, (list(accepted), list(drafted)))
+        got, error = call(fn, (list(accepted), list(drafted)), refused=refused, why=yourself("alpha"))
         where = f"for accepted_per_round = {accepted}, drafted_per_round = {drafted}"
-        if used:
-            return verdict("estimate_alpha", f"{where}: {delegation(used, 'alpha')}", len(cases))
         if error is not None:
-            return verdict("estimate_alpha", error, len(cases))
+            return verdict("estimate_alpha", located(error, where), len(cases))
         expected = reference_estimate_alpha(accepted, drafted)
         width = float_width(got)
         if width is not None and same_rate(got, expected, rel_tol=1e-6):
@@ -165,32 +154,23 @@ def check_acceptance_per_position(fn) -> bool:
     acceptance_by_position.
     """
     cases = acceptance_per_position_cases()
+    refused = refused_in(fn, ("acceptance_counts", "acceptance_by_position"))
     for accepted, drafted in cases:
-        with refusing(fn, ("acceptance_counts", "acceptance_by_position")) as used:
-            got, error = call(fn, (list(accepted), list(drafted)))
+        got, error = call(fn, (list(accepted), list(drafted)), refused=refused, why=yourself("the rates"))
         where = f"for accepted_per_round = {accepted}, drafted_per_round = {drafted}"
-        if used:
-            return verdict("acceptance_per_position", f"{where}: {delegation(used, 'the rates')}", len(cases))
         if error is not None:
-            return verdict("acceptance_per_position", error, len(cases))
+            return verdict("acceptance_per_position", located(error, where), len(cases))
         expected = reference_acceptance_per_position(accepted, drafted)
-        if not isinstance(got, np.ndarray):
-            right = " (the right numbers)" if same_rates(got, expected) else ""
-            failure = (
-                f"{where} expected {show(expected)}, got a {type(got).__name__}{right}: {show(got)}; "
-                "a numpy array is asked (it can hold np.nan and divides element by element)"
-            )
-            return verdict("acceptance_per_position", failure, len(cases))
-        width = float_width(got)
-        if width is not None and same_rates(got, expected, rtol=1e-6):
-            failure = (
-                f"{where} returned {width} rates, right to {width} precision only (about 7 significant digits); "
-                f"float64 is asked: expected {show(expected)}"
-            )
-            return verdict("acceptance_per_position", failure, len(cases))
+        kind = result_problem(got, expected, "rates", shape=False)
+        if kind is not None:
+            if isinstance(got, list | tuple) and same_rates(got, expected):
+                kind += " (the numbers are right; an array can hold np.nan and divides element by element)"
+            return verdict("acceptance_per_position", located(kind, where), len(cases))
         if not same_rates(got, expected):
             shape = f" (shape {got.shape}, expected {expected.shape})" if got.shape != expected.shape else ""
-            failure = f"{where} expected {show(expected)}, got {show(got)}{shape}{unreached_hint(got, expected)}"
+            failure = located(
+                f"expected {show(expected)}, got {show(got)}{shape}{unreached_hint(got, expected)}", where
+            )
             return verdict("acceptance_per_position", failure, len(cases))
     return verdict("acceptance_per_position", None, len(cases))
 

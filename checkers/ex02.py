@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
+from checkers import UNUSED_RNG, attempt, call, located, result_problem, show, verdict
 from specdec.drawing import sample, total_variation
-from specdec.exercises import call, show, verdict
 
 JUST_BELOW_ONE = float(np.nextafter(1.0, 0.0))  # 1 - 2**-53: the largest value rng.random() can return
 
@@ -209,7 +209,6 @@ GROWTH_SIZES = (8, 14, 20)  # vocabularies on which the learner's function is ti
 
 def timed(fn, args: tuple) -> tuple:
     """(result, error, seconds) of one call."""
-    args = tuple(a.copy() for a in args)  # copies: editing the input cannot change the case
     start = time.perf_counter()
     got, error = call(fn, args)
     return got, error, time.perf_counter() - start
@@ -249,11 +248,14 @@ def check_total_variation(fn) -> bool:
     n_checks = len(cases) + len(growth)
 
     def wrong(args, got) -> str | None:
-        problem = event_problem(got, *args)
-        return None if problem is None else f"for input {show_exact(args)} got {show(got)}: {problem}"
+        problem = None if np.ndim(got) == 0 else result_problem(got, args[0] > args[1], "event")
+        if problem is not None and np.asarray(got).dtype.kind in "iu":  # token ids, not a mask
+            problem += ": a boolean mask, one entry per token (np.zeros(V, dtype=bool), then set True at those ids)"
+        problem = problem or event_problem(got, *args)
+        return None if problem is None else located(problem, f"for input {show_exact(args)} got {show(got)}")
 
     for args in cases[:-1]:  # small vocabularies
-        got, error = call(fn, tuple(a.copy() for a in args))
+        got, error = call(fn, args)
         if error is not None or (error := wrong(args, got)) is not None:
             return verdict(name, error, n_checks)
     times = []
@@ -269,7 +271,7 @@ def check_total_variation(fn) -> bool:
             problem = exponential_growth(GROWTH_SIZES[k - 1], t_small, GROWTH_SIZES[k], t_big)
             if problem is not None:
                 return verdict(name, problem, n_checks)
-    got, error = call(fn, tuple(a.copy() for a in cases[-1]))
+    got, error = call(fn, cases[-1])
     if error is not None and ("MemoryError" in error or "allocate" in error or "dimension" in error):
         error += " (2^50 events do not fit in memory: decide token by token which tokens belong in A)"
     if error is not None or (error := wrong(cases[-1], got)) is not None:
@@ -409,13 +411,15 @@ def check_which_is_wrong(which_is_wrong) -> bool:
     """Exercise 4: which_is_wrong(sampler_a, sampler_b, probs, rng) names the wrong sampler, 'a' or 'b'."""
     name = "which_is_wrong"
     cases = which_is_wrong_cases()
+    unused = False  # whether some call never drew from the rng it was given
     for number, (probs, wrong, description, position, seed) in enumerate(cases):
         pair = (wrong, exact_sampler) if position == "a" else (exact_sampler, wrong)
         wrapped = tuple(map(anonymous, pair))
         try:
-            answer, error = call(which_is_wrong, (*wrapped, probs.copy(), np.random.default_rng(seed)))
+            outcome = attempt(which_is_wrong, (*wrapped, probs, np.random.default_rng(seed)))
         finally:
             _HIDDEN.clear()
+        answer, error = outcome.result, outcome.failure
         if error is not None:
             return verdict(name, error, len(cases))
         if not (isinstance(answer, str) and answer in ("a", "b")):
@@ -429,4 +433,7 @@ def check_which_is_wrong(which_is_wrong) -> bool:
                 f"{len(WHICH_IS_WRONG_SEEDS)} seeds)"
             )
             return verdict(name, problem, len(cases))
+        unused = unused or outcome.rng_used is False
+    if unused:  # right answers, but not from the draws the caller's seed fixes
+        return verdict(name, UNUSED_RNG, len(cases))
     return verdict(name, None, len(cases))

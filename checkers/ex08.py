@@ -14,16 +14,16 @@ The first checker refuses Python-level loops, also hidden in a helper, and input
 """
 
 import ast
-import copy
 import functools
 import inspect
-import sys
 import textwrap
 
 import numpy as np
 
+import specdec
+import specdec.generation
+from checkers import call, located, namesakes, result_problem, show, verdict
 from specdec import speculative
-from specdec.exercises import call, show, verdict
 from specdec.generation import generate
 from specdec.models import load_model, load_tokenizer
 from specdec.pipeline import SamplingParams
@@ -133,6 +133,25 @@ def unchanged(before, after) -> bool:
     )
 
 
+def accept_problem(got, expected_n: int, expected_emitted: list[int]) -> str | None:
+    """What is wrong with one answer of accept_greedy, the diagnosis in words (None when it is right)."""
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        return f"expected a pair (n_accepted, emitted), got {show(got)}"
+    n, emitted = got
+    kind = result_problem(emitted, np.array(expected_emitted, dtype=np.int64), "tokens to emit", shape=False)
+    if kind is not None and np.asarray(emitted).dtype.kind == "f":
+        kind += " (np.asarray([]) is float64: give np.asarray an integer dtype)"
+    try:
+        same = int(n) == expected_n and [int(t) for t in np.asarray(emitted).reshape(-1)] == expected_emitted
+    except (TypeError, ValueError):
+        same = False
+    if not same:
+        return f"expected ({expected_n}, {expected_emitted}), got {show(got)}"
+    if not is_count(n):
+        return f"n_accepted is {n!r}, a {type(n).__name__}: a number of drafts is an integer"
+    return kind
+
+
 def check_accept_greedy(fn) -> bool:
     """fn(drafts, target_argmax) must return (n_accepted, emitted) with emitted = drafts[:n] + [target_argmax[n]].
 
@@ -141,44 +160,14 @@ def check_accept_greedy(fn) -> bool:
     name = "accept_greedy"
     cases = accept_cases()
     for drafts, best in cases:
-        expected_n, expected_emitted = reference_accept_greedy(drafts, best)  # before the call: it may change them
-        given = copy.deepcopy(drafts), copy.deepcopy(best)
-        got, error = call(fn, given)
+        expected_n, expected_emitted = reference_accept_greedy(drafts, best)
+        got, error = call(fn, (drafts, best))
+        gamma = len(np.asarray(drafts).reshape(-1))
+        where = f"for drafts {show(np.asarray(drafts))} (gamma = {gamma}), target_argmax {show(np.asarray(best))}"
         if error is None:
-            gamma = len(np.asarray(drafts).reshape(-1))
-            where = f"for drafts {show(np.asarray(drafts))} (gamma = {gamma}), target_argmax {show(np.asarray(best))}"
-            if not (isinstance(got, tuple | list) and len(got) == 2):
-                error = f"{where} expected a pair (n_accepted, emitted), got {show(got)}"
-            else:
-                n, emitted = got
-                try:
-                    array = np.asarray(emitted)
-                    tokens = [int(t) for t in array.reshape(-1)]
-                    same = int(n) == expected_n and tokens == expected_emitted
-                except (TypeError, ValueError):
-                    array, same = None, False
-                changed = [
-                    (argument, before, after)
-                    for argument, before, after in zip(("drafts", "target_argmax"), (drafts, best), given, strict=True)
-                    if not unchanged(before, after)
-                ]
-                if not same:
-                    error = f"{where} expected ({expected_n}, {expected_emitted}), got {show(got)}"
-                elif changed:
-                    argument, before, after = changed[0]
-                    error = (
-                        f"{where} the right answer, but it changed its argument {argument} from {show(before)} to "
-                        f"{show(after)}: leave the inputs as they were (the caller still needs them); work on a copy"
-                    )
-                elif not is_count(n):
-                    error = f"{where} n_accepted is {n!r}, a {type(n).__name__}: a number of drafts is an integer"
-                elif array.dtype.kind not in "iu":
-                    error = (
-                        f"{where} the right tokens, but emitted holds {array.dtype} values {show(array)}: token ids "
-                        f"are integers (np.asarray([]) is float64: give np.asarray an integer dtype)"
-                    )
+            error = accept_problem(got, expected_n, expected_emitted)
         if error is not None:
-            return verdict(name, error, len(cases))
+            return verdict(name, located(error, where), len(cases))
     loop = python_loop(fn)
     if loop is not None:
         return verdict(
@@ -350,24 +339,15 @@ class Runaway(Exception):
     """Raised by the watch when a loop makes more model calls than any correct one could."""
 
 
-class Delegated(Exception):
-    """Raised by the watch when the learner's loop hands the work to the package's own generation loop."""
+def package_loops(fn) -> dict:
+    """The package's generation loops (and the notebook's copies, any alias): the exercise is to fix the given loop."""
+    return namesakes(fn, ("speculative_generate", "generate"), specdec, speculative, specdec.generation)
 
 
-def package_loops() -> dict:
-    """The package's generation loops, by code object: the exercise is to fix the given loop, not to call these."""
-    return {
-        speculative.speculative_generate.__code__: "specdec's `speculative_generate`",
-        generate.__code__: "specdec's `generate` (plain decoding)",
-    }
-
-
-def package_loop(code) -> str | None:
-    """Which package loop a frame's code is: by identity, or by name for the notebook's own copy of the driver."""
-    loops = package_loops()
-    if code in loops:
-        return loops[code]
-    return loops[speculative.speculative_generate.__code__] if code.co_name == "speculative_generate" else None
+FIX_THE_LOOP = (
+    "the exercise is to fix the one wrong line of buggy_speculative_greedy: copy that loop, change one rollback,"
+    " and call no generation loop of specdec"
+)
 
 
 class RoleState:
@@ -401,7 +381,6 @@ class Watched(Wrapped):
         if not isinstance(state, RoleState) or state.role != self.role:
             given = f"the {state.role}'s decoding state" if isinstance(state, RoleState) else type(state).__name__
             raise TypeError(f"the {self.role} was given {given}: each model scores with a state from its own start()")
-        self.watch.check_delegation()
         self.watch.before_score(self.role, state, np.asarray(tokens).size)
         logits = self.model.score(tokens, state.inner)  # (n, V)
         state.tokens += np.asarray(tokens).astype(np.int64).reshape(-1).tolist()
@@ -431,16 +410,6 @@ class Watch:
         self.seen: dict[int, dict[str, int]] = {}  # round -> {role: cache length at the start of that round}
         self.first_wrong = None  # (round, role, tokens held, expected length) of the first wrong cache
         self.event = "before its first model call"
-        self.delegated = None  # the package loop found on the call stack of a model call, if any
-
-    def check_delegation(self) -> None:
-        """Raise Delegated when a model is called from inside the package's own generation loop."""
-        frame = sys._getframe(2)  # the caller of Watched.score
-        while frame is not None:
-            self.delegated = package_loop(frame.f_code)
-            if self.delegated is not None:
-                raise Delegated(self.delegated)
-            frame = frame.f_back
 
     def before_score(self, role: str, state: RoleState, n: int) -> None:
         self.round = self.target_calls + 1
@@ -554,21 +523,16 @@ def check_speculative_greedy(fn) -> bool:
     """
     name = "speculative_greedy"
     tokenizer = load_tokenizer()
+    loops = package_loops(fn)
     for index, (kind, text, max_new_tokens, gamma) in enumerate(SPECULATIVE_CASES):
         draft, description = make_draft(kind)
         prompt, expected, rounds = speculative_case(index)
         watch = Watch(prompt.tolist() + expected.tolist(), rounds, max_new_tokens, gamma)
         target_role, draft_role = Watched(bundled("target"), "target", watch), Watched(draft, "draft", watch)
         where = f"with {description}, gamma {gamma}, max_new_tokens {max_new_tokens}, prompt ending {text[-24:]!r}"
-        try:
-            got, error = call(fn, (target_role, draft_role, prompt, max_new_tokens, gamma))
-        except Runaway as runaway:  # raised inside the learner's loop and not caught there
-            got, error = None, f"raised Runaway: {runaway}"
-        if watch.delegated is not None:  # even if the learner's code caught the exception
-            error = (
-                f"{where}: it calls {watch.delegated}. The exercise is to fix the one wrong line of "
-                "buggy_speculative_greedy: copy that loop, change one rollback, and call no generation loop of specdec"
-            )
+        got, error = call(fn, (target_role, draft_role, prompt, max_new_tokens, gamma), refused=loops, why=FIX_THE_LOOP)
+        if error is not None and error.startswith("your function"):
+            error = located(error, where)
         elif error is not None and error.startswith("raised"):
             message = error.split(" for input ")[0].removeprefix("raised ")
             if message.startswith("Runaway: "):

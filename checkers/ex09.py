@@ -32,9 +32,9 @@ import warnings
 import numpy as np
 
 import specdec
+from checkers import call, located, namesakes, result_problem, show, verdict
 from specdec import speculative, verify
 from specdec.drawing import chi_square_test
-from specdec.exercises import call, refusing_in, show, verdict
 from specdec.verify import residual_distribution
 
 JUST_BELOW_ONE = float(np.nextafter(1.0, 0.0))  # the largest value rng.random() can return
@@ -111,29 +111,12 @@ def compare_rows(got, expected: np.ndarray) -> tuple[tuple, str] | None:
     return row, f"expected {precise(expected[row])}, got {precise(got[row])}"
 
 
-def refusing(fn, names: tuple[str, ...]):
-    """While checking fn, `names` (specdec's references for the exercise) are stand-ins that record their use.
-
-    They are replaced in specdec, specdec.verify, specdec.speculative and fn's own namespace (the
-    notebook's), then restored. Yields the list of the names fn called.
-    """
-    return refusing_in([vars(specdec), vars(verify), vars(speculative), getattr(fn, "__globals__", {})], names)
+def refused_in(fn, names: tuple[str, ...]) -> dict:
+    """specdec's references `names` (and the notebook's copies, any alias): a function that calls one is refused."""
+    return namesakes(fn, names, specdec, verify, speculative)
 
 
-def delegation(used: list[str]) -> str:
-    return f"it calls specdec's {used[0]}, the function this exercise asks you to write: write it yourself"
-
-
-def changed_input(originals: dict, passed: dict) -> str | None:
-    """The name of the first argument the learner's function changed in place, or None."""
-    for name, original in originals.items():
-        if not np.array_equal(np.asarray(passed[name]), original):
-            return name
-    return None
-
-
-def in_place_message(name: str, advice: str) -> str:
-    return f"it changed its argument {name} in place: the caller still needs it, so {advice}"
+ASKED = "the function this exercise asks you to write yourself"
 
 
 def check_residual_distribution(fn) -> bool:
@@ -143,34 +126,32 @@ def check_residual_distribution(fn) -> bool:
     branch np.where throws away still warns).
     """
     cases = residual_cases()
+    refused = refused_in(fn, ("residual_distribution",))
     for p, q in cases:
-        passed = {"p": p.copy(), "q": q.copy()}
-        with refusing(fn, ("residual_distribution",)) as used, warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
             with np.errstate(divide="warn", invalid="warn"):
-                got, error = call(fn, (passed["p"], passed["q"]))
-        if used:
-            return verdict("residual_distribution", delegation(used), len(cases))
-        if error is None:
-            problem = compare_rows(got, residual_distribution(p, q))
-            if problem is not None:
-                row, what = problem
-                where = f"row {row[0] if len(row) == 1 else row} of a batch of shape {p.shape}: " if row else ""
-                given = f" given as {p.dtype} rows" if p.dtype != np.float64 else ""
-                error = f"for {where}p = {show(p[row])}, q = {show(q[row])}{given}: {what}"
-        changed = changed_input({"p": p, "q": q}, passed)
-        if error is None and changed:
-            advice = "compute into new arrays (p - q makes one; p -= q writes over p)"
-            error = f"for p = {show(p)}, q = {show(q)}: {in_place_message(changed, advice)}"
+                got, error = call(fn, (p, q), refused=refused, why=ASKED, in_place=RESIDUAL_COPY)
+        given = f" (given as {p.dtype} rows)" if p.dtype != np.float64 else ""
+        where = f"for p = {show(p)}, q = {show(q)}{given}"
+        expected = residual_distribution(p, q)
+        if error is None and (kind := result_problem(got, expected, "probabilities")) is not None:
+            error = kind + (" (compute in float64: np.asarray(p, dtype=np.float64))" if given else "")
+        elif error is None and (problem := compare_rows(got, expected)) is not None:
+            row, what = problem
+            if row:
+                where = f"for row {row[0] if len(row) == 1 else row} of a batch of shape {p.shape}: p = {show(p[row])}"
+                where += f", q = {show(q[row])}{given}"
+            error = what
         runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
         if error is None and runtime:
             error = (
-                f"for p = {show(p)}, q = {show(q)} the values are right, but it warns (RuntimeWarning: "
-                f"{runtime[0].message}): np.where computes both branches, so a row with no excess still divides "
-                "0 by 0 in the branch it throws away; divide by a safe denominator, np.where(mass > 0, mass, 1.0)"
+                f"the values are right, but your function warns (RuntimeWarning: {runtime[0].message}): np.where"
+                " computes both branches, so a row with no excess still divides 0 by 0 in the branch it throws"
+                " away; divide by a safe denominator, np.where(mass > 0, mass, 1.0)"
             )
         if error is not None:
-            return verdict("residual_distribution", error, len(cases))
+            return verdict("residual_distribution", located(error, where), len(cases))
     return verdict("residual_distribution", None, len(cases))
 
 
@@ -314,12 +295,10 @@ def round_law(fn, P: np.ndarray, Q: np.ndarray, context: int, gamma: int) -> dic
                     f"None: the bonus token is missing. The target's call already computed the row after the last "
                     f"draft, p_rows[{gamma}] = {show(p_rows[gamma])}; a token drawn from it costs nothing more"
                 )
-            width = getattr(last, "dtype", None)
-            if width is not None and np.issubdtype(width, np.floating) and width != np.float64:
-                raise ValueError(
-                    f"for drafts {show(np.array(drafts))} and n_accepted = {k} it returned {width} probabilities; "
-                    "float64 is asked (the rows it gets are float64)"
-                )
+            right = p_rows[gamma] if k == gamma else residual_distribution(p_rows[k], q_rows[k])
+            kind = None if last is None else result_problem(last, right, "probabilities", shape=False)
+            if kind is not None:
+                raise ValueError(located(kind, f"for drafts {show(np.array(drafts))} and n_accepted = {k}"))
             if last is not None:
                 last = np.asarray(last, dtype=np.float64)
                 if last.shape != (vocab,) or not (last >= 0).all() or abs(last.sum() - 1) > 1e-9:
@@ -421,7 +400,7 @@ def check_last_token(fn) -> bool:
             message = str(error)
             if message.startswith("not attempted yet"):
                 return verdict("last_token", message, len(cases))
-            return verdict("last_token", f"in the {world} world with gamma = {gamma}: {message}", len(cases))
+            return verdict("last_token", located(message, f"in the {world} world with gamma = {gamma}"), len(cases))
         if gap > 1e-9:
             names = "".join("abcd"[t] for t in worst)
             failure = (
@@ -548,15 +527,11 @@ def read_output(got, tokens, q_rows, p_rows, lasts, zero_uniforms: bool = False)
         n = operator.index(n)
     except TypeError:
         return None, f"returned n_accepted = {show(n)}: return the number of accepted drafts, an int"
-    if not isinstance(emitted, np.ndarray):
-        return None, (
-            f"returned emitted as a {type(emitted).__name__} ({show(emitted)}): a 1-D integer numpy array is "
-            "asked, as speculative_verify returns (e.g. np.append(draft_tokens[:n], last).astype(np.int64))"
-        )
+    kind = result_problem(emitted, np.zeros(0, dtype=np.int64), "emitted tokens", shape=False)
+    if kind is not None:
+        return None, f"{kind}, as speculative_verify returns (np.append(draft_tokens[:n], last).astype(np.int64))"
     if emitted.ndim != 1:
         return None, f"returned emitted of shape {emitted.shape}: a 1-D array of token ids is asked"
-    if emitted.size and emitted.dtype.kind not in "iu":
-        return None, f"returned emitted with dtype {emitted.dtype} ({show(emitted)}): token ids are integers"
     if not 0 <= n <= gamma:
         return None, f"returned n_accepted = {n}, but there are {gamma} drafts"
     if n == gamma and emitted.size == gamma:
@@ -645,18 +620,14 @@ def compare_law(counts: dict, law: dict, name: str) -> tuple[float, str]:
     ).p_value, f"{what} in {observed[i] / n:.3f} {share}, exactly {probs[i]:.3f} expected"
 
 
-def call_verify(fn, tokens, q_rows, p_rows, rng):
-    """fn on copies of the inputs: (result, None) or (None, what went wrong; the caller names the inputs).
+def call_verify(fn, refused: dict, tokens, q_rows, p_rows, rng):
+    """fn under the course's policy (checkers.attempt): (result, None) or (None, what went wrong).
 
-    An input the function changed in place is what went wrong: its caller still needs it.
+    The caller names the inputs; an exception's message is cut before the arguments (the rng's repr).
     """
-    passed = {"draft_tokens": tokens.copy(), "draft_probs": q_rows.copy(), "target_probs": p_rows.copy()}
-    got, error = call(fn, (*passed.values(), rng))
+    got, error = call(fn, (tokens, q_rows, p_rows, rng), refused=refused, why=ASKED, in_place=VERIFY_COPY)
     if error is not None and error.startswith("raised "):
         error = error[: error.rfind(" for input (")]  # the inputs are shown by the caller, without the rng's repr
-    changed = changed_input({"draft_tokens": tokens, "draft_probs": q_rows, "target_probs": p_rows}, passed)
-    if error is None and changed:
-        error = in_place_message(changed, "write into new arrays (residual_distribution(p[n], q[n]) returns one)")
     return got, error
 
 
@@ -664,10 +635,12 @@ USE_THE_RNG = (
     "use the rng argument for every random number (rng.random() for each u, draw(row, rng) for the last token), "
     "not np.random.rand() or a generator made inside the function: a caller's seed must fix the output"
 )
+RESIDUAL_COPY = "compute into new arrays (p - q makes one; p -= q writes over p)"
+VERIFY_COPY = "write into new arrays (residual_distribution(p[n], q[n]) returns one)"
 REPEATS, REPEAT_SEED = 40, 11  # calls per run of the reproducibility check, and their seed
 
 
-def reproducibility_failure(fn) -> str | None:
+def reproducibility_failure(fn, refused: dict) -> str | None:
     """None when two runs of REPEATS calls with equal seeds give equal outputs, else a counterexample."""
     case = "a rejection in the middle"
     tokens, q_rows, p_rows = VERIFY_CASES[case]
@@ -675,34 +648,35 @@ def reproducibility_failure(fn) -> str | None:
     for _ in range(2):
         rng, blocks = np.random.default_rng(REPEAT_SEED), []
         for _ in range(REPEATS):
-            got, error = call_verify(fn, tokens, q_rows, p_rows, rng)
+            got, error = call_verify(fn, refused, tokens, q_rows, p_rows, rng)
             if error is None:
                 emitted, error = read_output(got, tokens, q_rows, p_rows, allowed_last_tokens(tokens, q_rows, p_rows))
             if error is not None:
-                return f"for {block_text(tokens, q_rows, p_rows)} ({case}): {error}"
+                return located(error, f"for {block_text(tokens, q_rows, p_rows)} ({case})")
             blocks.append(emitted)
         runs.append(blocks)
     for k, (first, second) in enumerate(zip(*runs, strict=True)):
         if first != second:
             return (
-                f"for {block_text(tokens, q_rows, p_rows)} ({case}), {REPEATS} calls with "
-                f"np.random.default_rng({REPEAT_SEED}), run twice, differ at call {k + 1}: emitted = {list(first)} "
-                f"the first time, {list(second)} the second: {USE_THE_RNG}"
+                "your function draws from a generator other than the given `rng`: it gives different results for"
+                f" generators in the same state; {USE_THE_RNG} (for {block_text(tokens, q_rows, p_rows)} ({case}),"
+                f" {REPEATS} calls with np.random.default_rng({REPEAT_SEED}), run twice, differ at call {k + 1}:"
+                f" emitted = {list(first)} the first time, {list(second)} the second)"
             )
     return None
 
 
-def run_case(fn, case: str, rng) -> tuple[dict | None, str | None]:
+def run_case(fn, refused: dict, case: str, rng) -> tuple[dict | None, str | None]:
     """({emitted: count} over CALLS calls, None) or (None, the first impossible output, as a counterexample)."""
     tokens, q_rows, p_rows = VERIFY_CASES[case]
     lasts = allowed_last_tokens(tokens, q_rows, p_rows)
     counts: dict[tuple, int] = {}
     for _ in range(CALLS):
-        got, error = call_verify(fn, tokens, q_rows, p_rows, rng)
+        got, error = call_verify(fn, refused, tokens, q_rows, p_rows, rng)
         if error is None:
             emitted, error = read_output(got, tokens, q_rows, p_rows, lasts)
         if error is not None:
-            return None, f"for {block_text(tokens, q_rows, p_rows)} ({case}): {error}"
+            return None, located(error, f"for {block_text(tokens, q_rows, p_rows)} ({case})")
         counts[emitted] = counts.get(emitted, 0) + 1
     return counts, None
 
@@ -717,31 +691,28 @@ def check_speculative_verify(fn) -> bool:
     the bonus token must pass a chi-square test against the exact law (p-value >= P_FAIL).
     """
     n_cases = len(VERIFY_CASES) + 2 + len(STATISTICAL) * len(SEEDS) * 4
-    with refusing(fn, ("speculative_verify", "verify_drawn")) as used:
-        failure = verify_failure(fn)
-    if used:
-        failure = delegation(used)
+    failure = verify_failure(fn, refused_in(fn, ("speculative_verify", "verify_drawn")))
     return verdict("speculative_verify", failure, n_cases)
 
 
-def verify_failure(fn) -> str | None:
+def verify_failure(fn, refused: dict) -> str | None:
     """The first counterexample against fn, or None."""
     for case, (tokens, q_rows, p_rows) in VERIFY_CASES.items():  # one call each, every output checked
-        got, error = call_verify(fn, tokens, q_rows, p_rows, np.random.default_rng(0))
+        got, error = call_verify(fn, refused, tokens, q_rows, p_rows, np.random.default_rng(0))
         if error is None:
             _, error = read_output(got, tokens, q_rows, p_rows, allowed_last_tokens(tokens, q_rows, p_rows))
         if error is not None:
             return (
                 error
                 if error.startswith("not attempted")
-                else f"for {block_text(tokens, q_rows, p_rows)} ({case}): {error}"
+                else located(error, f"for {block_text(tokens, q_rows, p_rows)} ({case})")
             )
-    failure = reproducibility_failure(fn)
+    failure = reproducibility_failure(fn, refused)
     if failure is not None:
         return failure
     tokens, q_rows, p_rows = VERIFY_CASES["a draft the target forbids"]
     zeros = ZeroUniforms()
-    got, error = call_verify(fn, tokens, q_rows, p_rows, zeros)
+    got, error = call_verify(fn, refused, tokens, q_rows, p_rows, zeros)
     if error is None:
         emitted, error = read_output(got, tokens, q_rows, p_rows, None, zero_uniforms=True)
     if error is None and zeros.drawn < min(len(emitted), tokens.size):
@@ -752,12 +723,12 @@ def verify_failure(fn) -> str | None:
             f"kept iff u < p/q), or the uniforms came from elsewhere; {USE_THE_RNG}"
         )
     if error is not None:
-        return f"for {block_text(tokens, q_rows, p_rows)}: {error}"
+        return located(error, f"for {block_text(tokens, q_rows, p_rows)}")
     for case in STATISTICAL:
         tokens, q_rows, p_rows = VERIFY_CASES[case]
         exact = marginal_laws(block_law(tokens, q_rows, p_rows), tokens.size)
         for seed in SEEDS:
-            counts, error = run_case(fn, case, np.random.default_rng(seed))
+            counts, error = run_case(fn, refused, case, np.random.default_rng(seed))
             if error is not None:
                 return error
             observed = marginal_laws(counts, tokens.size)

@@ -22,11 +22,16 @@ import warnings
 import numpy as np
 
 import specdec
+from checkers import call, located, namesakes, result_problem, show, verdict
 from specdec import block
 from specdec.block import block_weights
-from specdec.exercises import call, refusing_in, show, verdict
 
 NAME = "block_weights"
+COMPUTES_W_AND_H = "it computes w and h for you: write them yourself"
+NEW_ARRAYS = (
+    "block_verify draws the last token from p and q after computing w and h, so compute into new arrays"
+    " (w[i] * p[i] makes one; p[i] *= w[i] writes over the caller's row)"
+)
 TOL = 1e-10  # float64 answers computed in another order agree far better than this
 FLOAT32_TOL = 1e-5  # float32 arithmetic is right to about this, and no better
 REFERENCES = ("block_weights", "block_verify", "block_verify_drawn")
@@ -166,28 +171,20 @@ def shown(value) -> str:
 
 
 def array_problem(name: str, value, expected: np.ndarray, inputs_dtype) -> str | None:
-    """What is wrong with the container of w or h (type, dtype, shape), or None."""
+    """What is wrong with the container of w or h (type, dtype, shape), the diagnosis first, or None."""
     gamma = expected.size - 1
-    said = f"expected {name} = {text(expected)}"
-    if not isinstance(value, np.ndarray):
-        try:
-            right = close(np.asarray(value, dtype=np.float64), expected)
-        except (TypeError, ValueError):
-            right = False
-        return (
-            f"{said}, got {shown(value)}: returned {name} as a {type(value).__name__}"
-            f"{' (the right numbers)' if right else ''}; a numpy float64 array of shape (gamma + 1,) = "
-            f"({gamma + 1},) is asked (start from np.ones(gamma + 1))"
-        )
-    if not np.issubdtype(value.dtype, np.floating):
-        return (
-            f"{said}, got {shown(value)}: returned {name} with dtype {value.dtype}; weights and probabilities are "
-            "fractions, a float64 array is asked (np.ones(gamma + 1) is float64; an integer array truncates what is "
-            "written into it)"
-        )
+    said = f"expected {name} = {text(expected)}, got {shown(value)}"
+    kind = result_problem(value, expected, name, shape=False)
+    if kind is not None:
+        if isinstance(value, list | tuple):
+            kind += " (start from np.ones(gamma + 1))"
+        elif np.asarray(value).dtype.kind == "f" and inputs_dtype != np.float64:
+            kind += f" (even for {inputs_dtype} q and p: compute in float64, np.ones(gamma + 1), not dtype=p.dtype)"
+        elif np.asarray(value).dtype.kind in "biu":
+            kind += " (np.ones(gamma + 1) is float64; an integer array truncates what is written into it)"
+        return located(kind, said)
     if value.shape != expected.shape:
-        what = f"{said}, got {shown(value)}: returned {name} of shape {value.shape}"
-        what += f", expected (gamma + 1,) = ({gamma + 1},)"
+        what = f"returned {name} of shape {value.shape}, expected (gamma + 1,) = ({gamma + 1},)"
         if value.shape == (gamma,):
             what += (
                 f": index i is the prefix length, from 0 to gamma = {gamma}, so there are gamma + 1 entries and "
@@ -195,15 +192,7 @@ def array_problem(name: str, value, expected: np.ndarray, inputs_dtype) -> str |
             )
             if close(value.astype(np.float64), expected[1:]):
                 what += f" (it holds {name}_1 to {name}_gamma: {name}_0 is missing)"
-        return what
-    if value.dtype != np.float64 and close(value.astype(np.float64), expected, FLOAT32_TOL):
-        advice = "compute in float64, e.g. np.ones(gamma + 1), not np.ones(gamma + 1, dtype=p.dtype)"
-        if inputs_dtype != np.float64:
-            advice = f"even for {inputs_dtype} q and p: " + advice
-        return (
-            f"{said}, got {shown(value)}: returned {name} as {value.dtype}; the values are right to {value.dtype} "
-            f"precision, but float64 is asked ({advice})"
-        )
+        return located(what, said)
     return None
 
 
@@ -343,47 +332,25 @@ def diagnose(got, tokens, q, p) -> str | None:
 # --- the checker --------------------------------------------------------------------------------
 
 
-def refusing(fn, names: tuple[str, ...] = REFERENCES):
-    """While checking fn, `names` are stand-ins that record their use, in specdec, specdec.block and fn's namespace."""
-    return refusing_in([vars(specdec), vars(block), getattr(fn, "__globals__", {})], names)
-
-
 def check_block_weights(fn) -> bool:
     """fn(tokens, q, p) must return (w, h) as specdec.block.block_weights does: float64, shape (gamma + 1,) each.
 
     The inputs must come back unchanged; float32 rows still give float64 answers.
     """
     cases = block_weights_cases()
+    refused = namesakes(fn, REFERENCES, specdec, block)
     for tokens, q, p in cases:
-        passed = {"tokens": tokens.copy(), "q": q.copy(), "p": p.copy()}
-        with refusing(fn) as used, warnings.catch_warnings():
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a 0 / 0 is reported below, in words
-            got, error = call(fn, tuple(passed.values()))
-        if used:
-            failure = f"it calls specdec's {used[0]}, which computes w and h for you: write them yourself"
-            return verdict(NAME, failure, len(cases))
+            got, error = call(fn, (tokens, q, p), refused=refused, why=COMPUTES_W_AND_H, in_place=NEW_ARRAYS)
         if error is not None and error.startswith("not attempted"):
             return verdict(NAME, error, len(cases))
-        if error is not None:
+        if error is not None and error.startswith("raised"):
             error = error[: error.rfind(" for input (")]  # the inputs are shown below, in full
             if "ZeroDivisionError" in error:
                 error += " (R_i + 1 - w_i is 0 here for some i: the statement sets h_i = 1 then)"
-        else:
+        elif error is None:
             error = diagnose(got, tokens, q, p)
-        changed = next(
-            (
-                name
-                for name, value in zip(passed, (tokens, q, p), strict=True)
-                if not np.array_equal(passed[name], value)
-            ),
-            None,
-        )
-        if error is None and changed is not None:
-            error = (
-                f"it changed its argument {changed} in place: the caller still needs it (block_verify draws the "
-                "last token from p and q after computing w and h), so compute into new arrays (w[i] * p[i] makes "
-                "one; p[i] *= w[i] writes over the caller's row)"
-            )
         if error is not None:
-            return verdict(NAME, f"for {describe(tokens, q, p)}: {error}", len(cases))
+            return verdict(NAME, located(error, f"for {describe(tokens, q, p)}"), len(cases))
     return verdict(NAME, None, len(cases))

@@ -12,59 +12,27 @@ cached step the learner has to fix) lives here too, so the notebook cannot chang
 """
 
 import math
-import sys
-from collections.abc import Callable
-from contextlib import contextmanager
 
 import numpy as np
 
-from specdec.exercises import replaced, show, verdict
+from checkers import NOT_ATTEMPTED, attempt, located, namesakes, result_problem, show, verdict
 from specdec.protocol import TokenHistory
 
-NOT_ATTEMPTED = "not attempted yet: replace `raise NotImplementedError` with your code and run the cell again"
 
+def attempt_on(
+    fn, args: tuple, where: str, refused: dict | None = None, why: str = "", in_place: str = "", must_draw=False
+) -> tuple:
+    """Call the learner's function under the course's policy: (result, None), or (None, a message naming the case).
 
-class Refused(Exception):
-    """Raised inside the learner's function when it calls a function the exercise asks it not to use."""
-
-
-@contextmanager
-def refusing(fn, originals: dict[str, Callable], why: str):
-    """While checking, each function in `originals` (name -> the function) raises Refused when called.
-
-    It is replaced under its own name and under any alias bound to the same object, in fn's
-    namespace (the notebook's) and in every loaded specdec module, then restored.
+    The message names the case in words (`where`), not the raw arguments (a model object prints badly).
     """
-    spaces = [getattr(fn, "__globals__", {})]
-    spaces += [vars(module) for name, module in list(sys.modules.items()) if name.split(".")[0] == "specdec" and module]
-    targets = {id(function): name for name, function in originals.items()}
-    saved = []
-    for space in spaces:
-        for key, value in list(space.items()):
-            name = key if key in originals and space is spaces[0] else targets.get(id(value))
-            if name is not None:
-                saved.append((space, key, name, value))
-
-    def refusal(name):
-        def refuse(*args, **kwargs):
-            raise Refused(f"it calls {name}, {why}")
-
-        return refuse
-
-    with replaced((space, key, refusal(name)) for space, key, name, _ in saved):
-        yield
-
-
-def attempt(fn, args: tuple, where: str):
-    """Call the learner's function: (result, None), or (None, a message that names the case, not the raw arguments)."""
-    try:
-        return fn(*args), None
-    except NotImplementedError:
+    policy = {"in_place": in_place} if in_place else {}
+    outcome = attempt(fn, args, refused=refused, why=why, must_draw=must_draw, **policy)
+    if outcome.failure is None:
+        return outcome.result, None
+    if outcome.failure == NOT_ATTEMPTED:
         return None, NOT_ATTEMPTED
-    except Refused as refusal:
-        return None, f"{where}: {refusal}"
-    except Exception as error:  # the learner's code may fail in any way; report it as a counterexample
-        return None, f"{where}: raised {type(error).__name__}: {error}"
+    return None, located(outcome.failure.split(" for input ")[0], where)
 
 
 def dtype_name(value) -> str | None:
@@ -169,12 +137,8 @@ def check_bits_and_perplexity(fn) -> bool:
         plain = array.ndim == 1 and array.dtype == np.float64
         where = f"for log_probs {show(log_probs)}" + ("" if plain else f" ({array.dtype}, shape {array.shape})")
         given = np.copy(log_probs) if isinstance(log_probs, np.ndarray) else list(log_probs)
-        got, error = attempt(fn, (given,), where)
-        if error is None and not unchanged(given, log_probs):
-            error = (
-                f"{where}: it changed the log_probs it was given (to {show(given)}): the caller still needs its "
-                "log-probabilities; compute on a copy (log_probs / ... makes a new array, /= does not)"
-            )
+        in_place = "compute on a copy (log_probs / ... makes a new array, /= does not)"
+        got, error = attempt_on(fn, (given,), where, in_place=in_place)
         if error is None and not (isinstance(got, tuple | list) and len(got) == 2):
             error = f"{where} expected a pair (bits, perplexity), got {show(got)}"
         if error is None:
@@ -291,13 +255,14 @@ def check_generate_tokens(fn) -> bool:
         model = CountingModel()
         rng = None if seed is None else np.random.default_rng(seed)
         given = prompt.copy() if isinstance(prompt, np.ndarray) else list(prompt)
-        with refusing(fn, {"generate": generate}, "the loop this exercise asks you to write yourself"):
-            got, error = attempt(fn, (model, given, n_new, params, rng), f"for {where}")
-        if error is None and not unchanged(given, prompt):
-            error = (
-                f"for {where}: it changed the prompt_tokens it was given (now {show(given)}): the prompt is the "
-                "caller's; collect the new tokens in a list of your own"
-            )
+        refused = namesakes(fn, ("generate",))  # the notebook's own generate, and any alias of it
+        refused["generate"].append(generate)
+        why = "the loop this exercise asks you to write yourself"
+        in_place = "the prompt is the caller's; collect the new tokens in a list of your own"
+        must_draw = rng is not None and params.temperature > 0 and n_new > 0
+        got, error = attempt_on(
+            fn, (model, given, n_new, params, rng), f"for {where}", refused, why, in_place, must_draw
+        )
         if error is not None:
             return verdict(name, error, len(cases))
         reference_model = CountingModel()
@@ -372,7 +337,7 @@ def wraps_around(fn, tokens, vocab_size: int, expected: np.ndarray) -> str | Non
     largest = int(tokens.max()) * vocab_size + int(tokens.max())
     if largest <= np.iinfo(tokens.dtype).max:
         return None
-    again, error = attempt(fn, (tokens.astype(np.int64), vocab_size), "")
+    again, error = attempt_on(fn, (tokens.astype(np.int64), vocab_size), "")
     try:
         right = error is None and np.allclose(np.asarray(again, dtype=np.float64), expected, rtol=1e-9, atol=1e-12)
     except (TypeError, ValueError):
@@ -393,41 +358,46 @@ def check_bigram_probs(fn) -> bool:
     cases = bigram_cases()
     for tokens, vocab_size in cases:
         where = f"for tokens {described(tokens)}, vocab_size {vocab_size}"
-        given = tokens.copy() if isinstance(tokens, np.ndarray) else list(tokens)
-        got, error = attempt(fn, (given, vocab_size), where)
+        got, error = attempt_on(fn, (tokens, vocab_size), where)
         if error is None:
-            expected = reference_bigram_probs(tokens, vocab_size)
-            dtype = dtype_name(got)
-            if got is None:
-                error = f"{where}: expected a ({vocab_size}, {vocab_size}) array, got None (a missing return?)"
-            elif dtype is None:
-                error = f"{where}: expected a ({vocab_size}, {vocab_size}) array of probabilities, got {show(got)}"
-            elif np.shape(got) != expected.shape:
-                error = f"{where}: expected shape {expected.shape}, got {np.shape(got)}"
-            else:
-                got = np.asarray(got)
-                close = np.isclose(got.astype(np.float64), expected, rtol=1e-9, atol=1e-12)
-                near = np.allclose(got.astype(np.float64), expected, rtol=1e-5, atol=1e-7)
-                if close.all() and dtype != "float64":
-                    error = f"{where}: the values are right, but it returned {dtype} probabilities; float64 is asked"
-                elif not close.all() and near and dtype != "float64":
-                    error = (
-                        f"{where}: it returned {dtype} probabilities, right only to {dtype} precision; "
-                        "float64 is asked (count and divide in float64)"
-                    )
-                elif not close.all() and (overflow := wraps_around(fn, tokens, vocab_size, expected)):
-                    error = f"{where}: {overflow}"
-                elif not close.all():
-                    a = int(np.flatnonzero(~close.all(axis=1))[0])
-                    b = int(np.flatnonzero(~close[a])[0])
-                    error = (
-                        f"{where}: P[{a}, {b}] (token {b} after token {a}) expected {expected[a, b]:.6g}, "
-                        f"got {float(got[a, b]):.6g}; row {a} expected {show(expected[a])}, got {show(got[a])} "
-                        f"(row sum {float(np.sum(got[a], dtype=np.float64)):.6g})"
-                    )
+            error = bigram_problem(fn, got, tokens, vocab_size)
+            error = None if error is None else located(error, where)
         if error is not None:
             return verdict(name, error, len(cases))
     return verdict(name, None, len(cases))
+
+
+def bigram_problem(fn, got, tokens, vocab_size: int) -> str | None:
+    """What is wrong with one answer of bigram_probs, in words (None when it is right)."""
+    expected = reference_bigram_probs(tokens, vocab_size)
+    kind = result_problem(got, expected, "probabilities", shape=False)
+    got_array = np.asarray(got) if kind is None or "returned float" in kind else None
+    if got_array is not None and got_array.shape != expected.shape:
+        return kind or f"your function returned shape {got_array.shape} where {expected.shape} is asked"
+    if got_array is None:
+        return kind
+    close = np.isclose(got_array.astype(np.float64), expected, rtol=1e-9, atol=1e-12)
+    near = np.allclose(got_array.astype(np.float64), expected, rtol=1e-5, atol=1e-7)
+    if kind is not None:  # another float dtype: say whether the values are right too
+        return kind + (
+            " (the values are right)"
+            if close.all()
+            else " (right only to that precision: count and divide in float64)"
+            if near
+            else ""
+        )
+    if close.all():
+        return None
+    overflow = wraps_around(fn, tokens, vocab_size, expected)
+    if overflow:
+        return overflow
+    a = int(np.flatnonzero(~close.all(axis=1))[0])
+    b = int(np.flatnonzero(~close[a])[0])
+    return (
+        f"P[{a}, {b}] (token {b} after token {a}) expected {expected[a, b]:.6g}, got {float(got_array[a, b]):.6g};"
+        f" row {a} expected {show(expected[a])}, got {show(got_array[a])}"
+        f" (row sum {float(np.sum(got_array[a], dtype=np.float64)):.6g})"
+    )
 
 
 # --- Exercise 4: spot the bug in a KV-cache step ----------------------------------------------
@@ -523,9 +493,10 @@ def cache_step_problem(got, expected: np.ndarray, cache: dict, w: dict, seen: li
     scored = f"position {before}" if step == 1 else f"positions {before}..{before + step - 1}"
     cached = f"{before} token{'' if before == 1 else 's'} already cached"
     call_text = f"in the call that scored {scored} ({cached})"
+    kind = result_problem(got, expected, "logits", shape=False)
+    if kind is not None:
+        return f"{kind} ({call_text})"
     dtype = dtype_name(got)
-    if got is None or dtype is None:
-        return f"{call_text}, expected logits of shape {expected.shape}, got {show(got)}"
     got = np.asarray(got)
     if got.shape != expected.shape:
         return f"{call_text}, expected logits of shape {expected.shape} (one row per new token), got shape {got.shape}"
@@ -576,17 +547,18 @@ def check_cached_score(fn) -> bool:
             position += step
             before = len(seen)
             scored = f"position {before}" if step == 1 else f"positions {before}..{before + step - 1}"
-            with refusing(
+            got, error = attempt_on(
                 fn,
-                {"full_recompute": full_recompute},
+                (w, cache, new.copy()),
+                f"{where}: in the call that scored {scored}",
+                {"full_recompute": [full_recompute]},
                 "the checker's cache-free reference: a cached step computes only the new positions, from the cache",
-            ):
-                got, error = attempt(fn, (w, cache, new.copy()), f"{where}: in the call that scored {scored}")
+            )
             if error is not None:
                 return verdict(name, error, len(cases))
             seen.extend(int(t) for t in new)
             expected = reference(w, seen)[before:]  # (step, V) the rows for the new positions
             problem = cache_step_problem(got, expected, cache, w, seen, before)
             if problem is not None:
-                return verdict(name, f"{where}: {problem}", len(cases))
+                return verdict(name, located(problem, where), len(cases))
     return verdict(name, None, len(cases))

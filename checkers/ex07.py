@@ -14,12 +14,11 @@ import math
 import signal
 import threading
 import time
-from contextlib import contextmanager
 
 import numpy as np
 
 import specdec.timing
-from specdec.exercises import call, replaced, show, verdict
+from checkers import call, namesakes, show, verdict
 from specdec.timing import expected_tokens, predicted_speedup
 
 LIMIT_S = 2.0  # per call of the learner's function; the reference answers take microseconds
@@ -45,12 +44,15 @@ F_CPU = {1: 1.0, 2: 1.12, 3: 1.21, 4: 1.31, 5: 1.38, 6: 1.47, 7: 1.55, 8: 1.62, 
 F_FLAT = {n: 1.0 for n in range(1, 17)}
 
 
+REFUSED_WHY = "the reference this exercise asks you to write yourself"
+
+
 class TookTooLong(BaseException):
     """Raised inside the learner's function when a call runs past its limit (not an Exception: `call` lets it by)."""
 
 
-def limited_call(fn, args: tuple, advice: str, limit_s: float = LIMIT_S):
-    """call(fn, args), stopped after limit_s seconds: (result, None) or (None, what went wrong)."""
+def limited_call(fn, args: tuple, advice: str, limit_s: float = LIMIT_S, **policy):
+    """call(fn, args, **policy), stopped after limit_s seconds: (result, None) or (None, what went wrong)."""
     alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if alarm:
 
@@ -61,7 +63,7 @@ def limited_call(fn, args: tuple, advice: str, limit_s: float = LIMIT_S):
         signal.setitimer(signal.ITIMER_REAL, limit_s)
     start = time.perf_counter()
     try:
-        got, error = call(fn, args)
+        got, error = call(fn, args, **policy)
     except TookTooLong:
         return None, f"stopped after {limit_s:g} s on input {show(args)} without an answer: {advice}"
     finally:
@@ -121,38 +123,14 @@ def tokens_per_call_cases() -> list[tuple]:
     ]
 
 
-@contextmanager
-def refusing_expected_tokens(fn):
-    """While checking, `expected_tokens` (the reference) raises when called, in fn's namespace and in specdec.timing.
-
-    Any name bound to it in fn's namespace (an alias such as `from specdec.timing import
-    expected_tokens as e`) is replaced too, and so is a name `expected_tokens` there (the
-    notebook's own definition, after Run All); all are restored afterwards.
-    """
-    original = specdec.timing.expected_tokens
-    spaces = [getattr(fn, "__globals__", {}), vars(specdec.timing)]
-    saved = [
-        (space, key, value)
-        for space in spaces
-        for key, value in list(space.items())
-        if key == "expected_tokens" or value is original
-    ]
-
-    def refuse(*args, **kwargs):
-        raise RuntimeError("it calls expected_tokens, the reference this exercise asks you to write yourself")
-
-    with replaced((space, key, refuse) for space, key, _ in saved):
-        yield
-
-
 def check_tokens_per_call(fn) -> bool:
     """fn(alpha, gamma) must return 1 + alpha + ... + alpha**gamma to a relative 1e-6, as one float64 or int."""
     cases = tokens_per_call_cases()
     advice = "the expectation is a sum of gamma + 1 terms; no simulation or long loop is needed"
+    refused = namesakes(fn, ("expected_tokens",), specdec.timing)
     for alpha, gamma in cases:
         expected = expected_tokens(alpha, gamma)
-        with refusing_expected_tokens(fn):
-            got, error = limited_call(fn, (alpha, gamma), advice)
+        got, error = limited_call(fn, (alpha, gamma), advice, refused=refused, why=REFUSED_WHY)
         if error is not None:
             return verdict("tokens_per_call", error, len(cases))
         where = f"for alpha = {alpha!r}, gamma = {gamma!r} expected {expected:.10g}"

@@ -5,25 +5,20 @@ check_kth_largest(fn):  exercise 2, fn(x, k) -> the k-th largest value of each r
 check_top_k_test(fn):   exercise 3, fn(logits, k, filtered) -> True iff `filtered` is a correct top-k result
 
 While a checker runs, the package functions its exercise must not lean on (the exercise's own
-answer, or a filter to copy) are replaced by wrong stand-ins, in specdec, in specdec.topk and in
-the learner's namespace, and the numpy functions it must not use (a sort where O(V) is asked; a
-sort or partition that rebuilds the filter in a test of its properties) are watched, and so are
-the array methods that sort (`y.sort()`, `y.argsort()`, ...), `list.sort()` and heapq, through a
-profile hook that sees them whatever the array is; all are restored afterwards, and a function
-that calls one is told so.
+answer, or a filter to copy) and the numpy functions it must not use (a sort where O(V) is asked; a
+sort or partition that rebuilds the filter in a test of its properties), the array methods that
+sort (`y.sort()`, `y.argsort()`, ...), `list.sort()` and heapq are watched by the course's profile
+hook (checkers.watching: nothing is replaced), and a function that calls one is told so.
 """
 
-import builtins
 import heapq
 import os
-import sys
-from contextlib import contextmanager
 
 import numpy as np
 
 import specdec
 import specdec.topk
-from specdec.exercises import call, show, verdict
+from checkers import attempt, call, located, namesakes, result_problem, show, verdict
 
 NEG_INF = -np.inf
 
@@ -42,150 +37,34 @@ def reference_top_k(logits, k: int) -> np.ndarray:
     return np.where(x >= kth, x, NEG_INF)  # (..., V)
 
 
-# --- wrong stand-ins for the functions an exercise must not call ----------------------------
+# --- what an exercise must not call -------------------------------------------------------------
+
+# Sorting and ranking, seen by the course's profile hook (checkers.watching) whatever the array is:
+# numpy's functions, the array methods, the builtins and heapq. Calls made by numpy's own code (np.unique
+# sorts inside) and by heapq are not the learner's and do not count.
+SORTS = {
+    "np.sort": [np.sort],
+    "np.argsort": [np.argsort],
+    "np.lexsort": [np.lexsort],
+    "sorted": [sorted],
+    "the array method .sort()": [np.ndarray.sort],
+    "the array method .argsort()": [np.ndarray.argsort],
+    "the list method .sort()": [list.sort],
+    "heapq.nlargest": [heapq.nlargest],
+    "heapq.nsmallest": [heapq.nsmallest],
+}
+PARTITIONS = {
+    "np.partition": [np.partition],
+    "np.argpartition": [np.argpartition],
+    "the array method .partition()": [np.ndarray.partition],
+    "the array method .argpartition()": [np.ndarray.argpartition],
+}
+NOT_THE_LEARNERS = (os.path.dirname(np.__file__), heapq.__file__)
 
 
-def kth_smallest(x, k, *args, **kwargs) -> np.ndarray:
-    """A wrong kth_largest (the k-th smallest), standing in for the package's while checking."""
-    x = np.asarray(x)
-    j = min(max(int(k) - 1, 0), x.shape[-1] - 1)
-    return np.sort(x, axis=-1)[..., j : j + 1]
-
-
-def exactly_k_filter(logits, k, *args, **kwargs) -> np.ndarray:
-    """A wrong top-k filter (exactly k tokens, ties split by token id), standing in for the package's."""
-    x = np.array(logits, dtype=np.float64)  # (..., V)
-    drop = np.argsort(-x, axis=-1, kind="stable")[..., int(k) :]  # (..., V - k) token ids
-    np.put_along_axis(x, drop, NEG_INF, axis=-1)
-    return x
-
-
-class StandIn:
-    """Calls a wrong function in place of a package function, and remembers that it was called."""
-
-    def __init__(self, name: str, wrong):
-        self.__name__, self.wrong, self.calls = name, wrong, 0
-
-    def __call__(self, *args, **kwargs):
-        self.calls += 1
-        return self.wrong(*args, **kwargs)
-
-
-@contextmanager
-def standing_in(fn, wrong_for: dict):
-    """While checking, each function named in `wrong_for` is a StandIn running the wrong function given.
-
-    Replaced: the name in specdec and specdec.topk, and in fn's own namespace (the notebook's) both
-    that name and any other name bound to the package's function (`from specdec import top_k_filter
-    as tkf`). Everything is restored in a `finally`, even when the learner's code is interrupted.
-    Yields the stand-ins, so the checker can ask whether one was called.
-    """
-    spaces = [vars(specdec), vars(specdec.topk), getattr(fn, "__globals__", None) or {}]
-    stand_ins, saved, seen = {}, [], set()
-    for name, wrong in wrong_for.items():
-        stand_ins[name] = StandIn(name, wrong)
-        originals = [vars(module)[name] for module in (specdec, specdec.topk) if name in vars(module)]
-        for space in spaces:
-            for key, value in list(space.items()):
-                same = any(value is original for original in originals)
-                if (id(space), key) not in seen and ((key == name and callable(value)) or same):
-                    seen.add((id(space), key))
-                    saved.append((space, key, value))
-                    space[key] = stand_ins[name]
-    try:
-        yield stand_ins
-    finally:
-        for space, key, value in reversed(saved):
-            space[key] = value
-
-
-@contextmanager
-def watching(fn, numpy_names=(), builtin_names=()):
-    """While checking, each numpy function (np.sort, ...) and builtin (sorted) named still works but counts its calls.
-
-    Replaced: the numpy module's attribute and any name in fn's namespace bound to the same function
-    (`from numpy import sort`); a builtin is shadowed in fn's namespace. Everything is restored in a
-    `finally`. Yields {"np.sort": recorder, ...}; reset the counts with `reset` before each call.
-    """
-    space = getattr(fn, "__globals__", None)
-    space = space if isinstance(space, dict) else {}
-    recorders, saved, added = {}, [], []
-    for name in numpy_names:
-        original = vars(np)[name]
-        recorders[f"np.{name}"] = recorder = StandIn(f"np.{name}", original)
-        saved.append((vars(np), name, original))
-        setattr(np, name, recorder)
-        for key, value in list(space.items()):
-            if value is original:
-                saved.append((space, key, value))
-                space[key] = recorder
-    for name in builtin_names:
-        original = getattr(builtins, name)
-        recorders[name] = recorder = StandIn(name, original)
-        if name not in space:
-            added.append(name)
-            space[name] = recorder
-        elif space[name] is original:
-            saved.append((space, name, original))
-            space[name] = recorder
-    try:
-        yield recorders
-    finally:
-        for where_, key, value in reversed(saved):
-            if where_ is vars(np):
-                setattr(np, key, value)
-            else:
-                where_[key] = value
-        for name in added:
-            space.pop(name, None)
-
-
-NOT_THE_LEARNERS = (os.path.dirname(np.__file__), os.path.dirname(__file__), heapq.__file__)
-HEAP_FUNCTIONS = {heapq.nlargest.__code__: "heapq.nlargest", heapq.nsmallest.__code__: "heapq.nsmallest"}
-
-
-class Count:
-    """How often something was called (the same `calls` attribute a StandIn has)."""
-
-    def __init__(self):
-        self.calls = 0
-
-
-@contextmanager
-def watching_methods(array_methods=()):
-    """While checking, count the calls of the array methods named (y.sort(), ...), list.sort() and heapq.nlargest.
-
-    Replacing a method of numpy's arrays is impossible and a wrapper type is lost at the first
-    np.asarray, so a profile hook (sys.setprofile) sees every call instead. Calls made by numpy's
-    own code (np.partition reorders its copy with the method), by heapq and by the checkers are
-    not the learner's and are not counted. The previous hook is restored in a `finally`. Yields
-    {"the array method .sort()": count, ...}; reset the counts with `reset` before each call.
-    """
-    counts = {f"the array method .{name}()": Count() for name in array_methods}
-    counts["the list method .sort()"] = Count()
-    counts |= {name: Count() for name in HEAP_FUNCTIONS.values()}
-    previous = sys.getprofile()
-
-    def learners(frame) -> bool:
-        return frame is not None and not frame.f_code.co_filename.startswith(NOT_THE_LEARNERS)
-
-    def hook(frame, event, arg):
-        if event == "c_call" and learners(frame):
-            owner, method = getattr(arg, "__self__", None), getattr(arg, "__name__", "")
-            if isinstance(owner, np.ndarray) and method in array_methods:
-                counts[f"the array method .{method}()"].calls += 1
-            elif isinstance(owner, list) and method == "sort":
-                counts["the list method .sort()"].calls += 1
-        elif event == "call" and frame.f_code in HEAP_FUNCTIONS and learners(frame.f_back):
-            counts[HEAP_FUNCTIONS[frame.f_code]].calls += 1
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(hook)
-    try:
-        yield counts
-    finally:
-        sys.setprofile(previous)
+def package_functions(fn, names) -> dict:
+    """The package's functions `names` (and the notebook's copies, any alias), for checkers.watching."""
+    return namesakes(fn, names, specdec, specdec.topk)
 
 
 def sort_words(name: str) -> str:
@@ -193,18 +72,6 @@ def sort_words(name: str) -> str:
     if name.startswith("heapq"):
         return "a heap of the k largest values built one row at a time in Python (O(V log k)), not np.partition"
     return "a full sort of each row (O(V log V))"
-
-
-def called(stand_ins: dict) -> str | None:
-    """The name of the first stand-in that was called, if any."""
-    return next((name for name, stand_in in stand_ins.items() if stand_in.calls), None)
-
-
-def reset(*groups: dict) -> None:
-    """Set every stand-in's call count back to 0 (before the next call of the learner's function)."""
-    for group in groups:
-        for stand_in in group.values():
-            stand_in.calls = 0
 
 
 # --- words for a difference the printed arrays may hide -------------------------------------
@@ -376,55 +243,42 @@ def kth_cases() -> list[tuple]:
 def check_kth_largest(fn) -> bool:
     """fn(x, k) must return the k-th largest value of every row, keeping the axis: shape (..., 1).
 
-    It must not call the package's kth_largest (this exercise's answer): while checking, that is a
-    stand-in returning the k-th smallest value. It must not sort (np.sort, np.argsort, np.lexsort,
-    sorted, the methods y.sort() and y.argsort(), list.sort(), heapq.nlargest: the exercise asks for
-    O(V) with np.partition), nor reorder the array it is given.
+    It must not call the package's kth_largest (this exercise's answer), nor sort (np.sort,
+    np.argsort, np.lexsort, sorted, the methods y.sort() and y.argsort(), list.sort(),
+    heapq.nlargest: the exercise asks for O(V) with np.partition), nor reorder the array it is given.
     """
     name, cases = "kth_largest_value", kth_cases()
-    expected_values = [reference_kth_largest(x, k) for x, k in cases]
-    with (
-        standing_in(fn, {"kth_largest": kth_smallest}) as stand_ins,
-        watching(fn, ["sort", "argsort", "lexsort"], ["sorted"]) as sorts,
-        watching_methods(["sort", "argsort"]) as methods,
-    ):
-        for (x, k), expected in zip(cases, expected_values, strict=True):
-            pristine = x.copy()
-            reset(stand_ins, sorts, methods)
-            got, error = call(fn, (x, k))
-            if called(stand_ins):
-                return verdict(
-                    name,
-                    "your function calls kth_largest, the package's answer to this exercise (while checking, it is"
-                    " replaced by a wrong one): write it yourself with np.partition",
-                    len(cases),
-                )
-            sorted_by = called(sorts) or called(methods)
-            if sorted_by:
-                return verdict(
-                    name,
-                    f"for input {show((pristine, k))} your function calls {sorted_by}, {sort_words(sorted_by)};"
-                    " the exercise asks for O(V): np.partition(x, j, axis=-1) puts the value that"
-                    " belongs at sorted index j at index j, without sorting the rest",
-                    len(cases),
-                )
-            if error is not None:
-                return verdict(name, error, len(cases))
-            if not np.array_equal(x, pristine, equal_nan=True):
-                return verdict(
-                    name,
-                    f"your function modified its input: x {show(pristine)} became {show(x)}. The method"
-                    " x.partition(j) reorders x itself; np.partition(x, j) returns a reordered copy and leaves x"
-                    " alone (the caller still needs its logits in token order)",
-                    len(cases),
-                )
-            if not same_values(got, expected):
-                return verdict(
-                    name,
-                    f"for input {show((x, k))} expected {show(expected)}, got {show(got)}:"
-                    f" {explain_kth(x, k, got, expected)}",
-                    len(cases),
-                )
+    refused = package_functions(fn, ["kth_largest"]) | SORTS
+
+    def why(called: str) -> str:
+        if called == "kth_largest":
+            return "the package's answer to this exercise: write it yourself with np.partition"
+        return (
+            f"{sort_words(called)}; the exercise asks for O(V): np.partition(x, j, axis=-1) puts the value that"
+            " belongs at sorted index j at index j, without sorting the rest"
+        )
+
+    in_place = (
+        "the method x.partition(j) reorders x itself; np.partition(x, j) returns a reordered copy and leaves x"
+        " alone (the caller still needs its logits in token order)"
+    )
+    for x, k in cases:
+        expected = reference_kth_largest(x, k)
+        got, error = call(fn, (x, k), refused=refused, why=why, in_place=in_place, quiet_callers=NOT_THE_LEARNERS)
+        if error is not None:
+            return verdict(name, located(error, f"for input {show((x, k))}"), len(cases))
+        kind = result_problem(got, expected, "k-th largest values", shape=False)
+        if kind is not None:
+            return verdict(name, located(kind, f"for input {show((x, k))}, got {show(got)}"), len(cases))
+        if not same_values(got, expected):
+            return verdict(
+                name,
+                located(
+                    explain_kth(x, k, got, expected),
+                    f"for input {show((x, k))} expected {show(expected)}, got {show(got)}",
+                ),
+                len(cases),
+            )
     return verdict(name, None, len(cases))
 
 
@@ -466,53 +320,48 @@ def check_top_k_filter(fn) -> bool:
     """fn(logits, k) must keep every logit >= the k-th largest of its row and set the rest to -inf.
 
     Also checked: the input array is not modified nor returned, integer logits give a floating result, and fn
-    does not call the package's top_k_filter (the function the exercise asks for; while checking it
-    is a stand-in that keeps exactly k tokens).
+    does not call the package's top_k_filter (the function the exercise asks for).
     """
     name, cases = "top_k_keep_ties", top_k_cases()
-    with standing_in(fn, {"top_k_filter": exactly_k_filter}) as stand_ins:
-        for logits, k in cases:
-            pristine = logits.copy()
-            got, error = call(fn, (logits, k))
-            if called(stand_ins):
-                return verdict(
-                    name,
-                    "your function calls top_k_filter, the function this exercise asks you to write (while checking,"
-                    " it is replaced by a wrong filter): build it from kth_largest (imported from specdec.topk, as"
-                    " the hint does; your own k-th largest would do as well) and one comparison",
-                    len(cases),
+    refused = package_functions(fn, ["top_k_filter"])
+    why = (
+        "the function this exercise asks you to write: build it from kth_largest (imported from specdec.topk, as"
+        " the hint does; your own k-th largest would do as well) and one comparison"
+    )
+    for logits, k in cases:
+        outcome = attempt(fn, (logits, k), refused=refused, why=why, in_place="work on a copy")
+        got, error = outcome.result, outcome.failure
+        if error is not None and error.startswith("raised"):
+            vocab = np.shape(logits)[-1]
+            if k >= vocab:  # the usual cause: no early return, np.partition given an index outside the row
+                error += (
+                    f". Here k = {k} is at least the row length {vocab}, so every token survives: return a"
+                    " floating copy of the logits before looking for the k-th largest (there is none)"
                 )
-            if error is not None:
-                vocab = np.shape(logits)[-1]
-                if k >= vocab:  # the usual cause: no early return, np.partition given an index outside the row
-                    error += (
-                        f". Here k = {k} is at least the row length {vocab}, so every token survives: return a"
-                        " floating copy of the logits before looking for the k-th largest (there is none)"
-                    )
-                return verdict(name, error, len(cases))
-            if not np.array_equal(logits, pristine):
-                return verdict(
-                    name,
-                    f"your function modified its input: logits {show(pristine)} became {show(logits)}"
-                    " (work on a copy, the caller still needs the original)",
-                    len(cases),
-                )
-            expected = reference_top_k(logits, k)
-            if not same_filtered(got, expected):
-                return verdict(
-                    name,
-                    f"for logits {show(logits)}, k={k} expected {show(expected)}, got {show(got)}:"
-                    f" {explain_filter(logits, k, got, expected)}",
-                    len(cases),
-                )
-            if isinstance(got, np.ndarray) and np.shares_memory(got, logits):
-                return verdict(
-                    name,
-                    f"for logits {show(logits)}, k={k} your function returned the input array itself (or a view"
-                    " of it): return a new array, as top_k_filter does for every k, even when nothing is dropped;"
-                    " otherwise a caller that writes into the result changes its own logits",
-                    len(cases),
-                )
+        if error is not None:
+            return verdict(name, error, len(cases))
+        expected = reference_top_k(logits, k)
+        dtype = np.result_type(logits.dtype, np.float32)  # floating, and float32 logits stay float32
+        kind = result_problem(got, expected.astype(dtype), "filtered logits", shape=False)
+        if kind is not None:
+            return verdict(name, located(kind, f"for logits {show(logits)}, k={k}, got {show(got)}"), len(cases))
+        if not same_filtered(got, expected):
+            return verdict(
+                name,
+                located(
+                    explain_filter(logits, k, got, expected),
+                    f"for logits {show(logits)}, k={k} expected {show(expected)}, got {show(got)}",
+                ),
+                len(cases),
+            )
+        if isinstance(got, np.ndarray) and np.shares_memory(got, outcome.inputs[0]):
+            return verdict(
+                name,
+                f"your function returned the input array itself (or a view of it) for logits {show(logits)}, k={k}:"
+                " return a new array, as top_k_filter does for every k, even when nothing is dropped;"
+                " otherwise a caller that writes into the result changes its own logits",
+                len(cases),
+            )
     return verdict(name, None, len(cases))
 
 
@@ -568,54 +417,36 @@ KTHS = ["kth_largest", "kth_largest_value"]
 def rebuilt_words(name: str) -> str:
     """Why calling `name` in a test of the filter's properties is not a test."""
     if name in FILTERS:
-        what = f"{name}, a top-k filter (while checking, it is replaced by a wrong one that keeps exactly k tokens)"
+        what = "a top-k filter"
     elif name in KTHS:
-        what = f"{name}, the k-th largest value a filter is built from (while checking, it is replaced by a wrong one)"
+        what = "the k-th largest value a filter is built from"
     else:
-        what = f"{name}, which rebuilds the filter's answer by sorting, partitioning or ranking the row"
+        what = "a way to rebuild the filter's answer by sorting, partitioning or ranking the row"
     return (
-        f"your test calls {what}. A test that rebuilds the expected result is a second copy of the filter, and"
-        " repeats that copy's answers, right or wrong. Check the properties of `filtered` itself with"
-        " comparisons, counts, min and max (see the hint): no sort or partition is needed"
+        f"{what}. A test that rebuilds the expected result is a second copy of the filter, and repeats that"
+        " copy's answers, right or wrong. Check the properties of `filtered` itself with comparisons, counts,"
+        " min and max (see the hint): no sort or partition is needed"
     )
 
 
 def check_top_k_test(fn) -> bool:
     """fn(logits, k, filtered) -> bool must accept every correct top-k result and reject every wrong one.
 
-    It must check properties, not rebuild the result: while checking, the package's top_k_filter and
-    kth_largest (and the notebook's top_k_filter, top_k_keep_ties, keep_ties and kth_largest_value)
-    are wrong stand-ins, and np.sort, np.argsort, np.partition, np.argpartition, np.lexsort, sorted,
-    the array methods y.sort(), y.argsort(), y.partition(), y.argpartition(), list.sort() and
-    heapq.nlargest are watched; a call to any of them is reported.
+    It must check properties, not rebuild the result: a call to the package's top_k_filter or
+    kth_largest, the notebook's top_k_filter, top_k_keep_ties, keep_ties or kth_largest_value, or
+    to np.sort, np.argsort, np.partition, np.argpartition, np.lexsort, sorted, the array methods
+    y.sort(), y.argsort(), y.partition(), y.argpartition(), list.sort() or heapq.nlargest is refused.
     """
     name, cases = "top_k_result_ok", top_k_test_cases()
-    wrong_for = dict.fromkeys(FILTERS, exactly_k_filter) | dict.fromkeys(KTHS, kth_smallest)
-    with (
-        standing_in(fn, wrong_for) as stand_ins,
-        watching(fn, ["sort", "argsort", "partition", "argpartition", "lexsort"], ["sorted"]) as sorts,
-        watching_methods(["sort", "argsort", "partition", "argpartition"]) as methods,
-    ):
-        for logits, k, filtered, should_accept, why in cases:
-            reset(stand_ins, sorts, methods)
-            got, error = call(fn, (logits.copy(), k, filtered.copy()))
-            copied = called(stand_ins) or called(sorts) or called(methods)
-            if copied:
-                return verdict(
-                    name,
-                    f"for logits {show(logits)}, k={k}, filtered {show(filtered)}: {rebuilt_words(copied)}",
-                    len(cases),
-                )
-            if error is not None:
-                return verdict(name, error, len(cases))
-            if not isinstance(got, (bool, np.bool_)):
-                return verdict(name, f"must return True or False, got {show(got)}", len(cases))
-            if bool(got) != should_accept:
-                said = "accepted" if got else "rejected"
-                return verdict(
-                    name,
-                    f"for logits {show(logits)}, k={k}, filtered {show(filtered)}: your test {said} it,"
-                    f" but this is {why}",
-                    len(cases),
-                )
+    refused = package_functions(fn, FILTERS + KTHS) | SORTS | PARTITIONS
+    for logits, k, filtered, should_accept, why in cases:
+        where = f"for logits {show(logits)}, k={k}, filtered {show(filtered)}"
+        got, error = call(fn, (logits, k, filtered), refused=refused, why=rebuilt_words, quiet_callers=NOT_THE_LEARNERS)
+        if error is not None:
+            return verdict(name, located(error, where), len(cases))
+        if not isinstance(got, (bool, np.bool_)):
+            return verdict(name, f"your test must return True or False, got {show(got)} ({where})", len(cases))
+        if bool(got) != should_accept:
+            said = "accepted" if got else "rejected"
+            return verdict(name, f"your test {said} {why} ({where})", len(cases))
     return verdict(name, None, len(cases))

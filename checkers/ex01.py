@@ -1,13 +1,11 @@
 """Checkers for the exercises in notebooks/01_logits_softmax_temperature.ipynb (support code)."""
 
-from contextlib import contextmanager
-from types import ModuleType
-
 import numpy as np
 
 import specdec
 import specdec.logits
-from specdec.exercises import replaced, show, verdict
+import specdec.validation
+from checkers import attempt, namesakes, result_problem, show, verdict
 from specdec.logits import log_softmax, softmax
 
 INF = np.inf
@@ -51,124 +49,58 @@ def describe(args: tuple, noun: str = "logits") -> str:
     return show(args) + (f" with {', '.join(dtypes)} {noun}" if dtypes else "")
 
 
-def dtype_of(value) -> str | None:
-    """The dtype name of a result (a list of Python floats counts as float64), or None if it is not numeric."""
-    try:
-        return np.asarray(value).dtype.name
-    except (TypeError, ValueError):
-        return None
+def attempt_on(fn, args: tuple, refused: dict) -> tuple[object, str | None]:
+    """Call the learner's function under the course's policy (checkers.attempt): result, or what went wrong.
 
-
-def as_array(fn):
-    """fn with its result passed through np.asarray, so a 0-d answer prints as 2.0, not np.float64(2.0)."""
-    return lambda *args: np.asarray(fn(*args))
-
-
-def copying(fn):
-    """Call fn on copies of the case's arrays, so a function that edits its input cannot change the case."""
-    return lambda *args: fn(*(np.copy(a) if isinstance(a, np.ndarray) else a for a in args))
-
-
-def attempt(fn, args: tuple, noun: str = "logits"):
-    """Call the learner's function on copies of args; return (result, None) or (None, what went wrong).
-
-    A function that changes the array it was given (x -= x.max(...) on the caller's logits) is wrong
-    even when its result is right: the caller's logits are not its to edit.
+    An overflow in (x - m) / T at a subnormal T is right (exp then gives 0), so numpy's warning is
+    silenced; a function that changes the caller's array, or calls a refused package function, is
+    refused by name.
     """
-    copies = tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in args)
-    try:
-        with np.errstate(over="ignore"):  # (x - m) / T overflows to -inf at a subnormal T, rightly: exp gives 0
-            result = fn(*copies)
-    except NotImplementedError:
-        return None, NOT_ATTEMPTED
-    except Exception as error:  # the learner's code may fail in any way; report it as a counterexample
-        return None, f"raised {type(error).__name__}: {error} for input {describe(args, noun)}"
-    for original, copy in zip(args, copies, strict=True):
-        if isinstance(original, np.ndarray) and not np.array_equal(original, copy, equal_nan=True):
-            return None, (
-                f"it changed the {noun} it was given, in place, for input {describe(args, noun)} "
-                f"(now {show(copy)}): leave the caller's array as it is; compute into a new one "
-                f"({NEW_ARRAY[noun]})"
-            )
-    return result, None
+    with np.errstate(over="ignore"):
+        outcome = attempt(fn, args, refused=refused, why=NUMPY_ONLY)
+    if outcome.failure is not None and outcome.failure.startswith("raised"):
+        return None, outcome.failure.replace(f"for input {show(args)}", f"for input {describe(args)}")
+    return outcome.result, outcome.failure
 
 
-NEW_ARRAY = {"logits": "x = x - m, not x -= m", "probabilities": "np.where(p > 0, p, 1.0), not p[p == 0] = 1.0"}
-NOT_ATTEMPTED = "not attempted yet: replace `raise NotImplementedError` with your code and run the cell again"
+NUMPY_ONLY = "a function of the package, and this exercise asks for numpy, without the package's functions"
 
 
-def first_wrong(fn, cases, expected, *, what: str, float64: bool, noun: str = "logits") -> str | None:
-    """The first case where fn disagrees with the expected answer, as a counterexample; None when all agree.
+def first_wrong(fn, cases, expected, *, what: str, float64: bool, refused: dict, per: str = "token") -> str | None:
+    """The first case where fn disagrees with the expected answer, diagnosis first; None when all agree.
 
-    `expected` holds the reference's answers, computed before the check (the reference may use
-    functions the check refuses to the learner). With float64=True the result must be float64 and
-    right to float64 precision; a dtype or a precision that is the only problem is said in words
-    ("returned float32 probabilities; float64 is asked", "close, but not to float64 precision").
+    `expected` holds the reference's answers, computed before the check. A list for an array, a dtype
+    other than float64 (when float64=True) or a shape other than the input's is said first, in words;
+    then the values, with more digits when 6 decimals would print them alike, and "close, but not to
+    float64 precision" when float32 arithmetic is the only problem. `per` says what one value is
+    (one probability per token; one entropy per row).
     """
     for args, answer in zip(cases, expected, strict=True):
-        got, error = attempt(fn, args, noun)
+        got, error = attempt_on(fn, args, refused)
         if error is not None:
             return error
-        dtype = dtype_of(got)
-        wrong_dtype = float64 and dtype is not None and dtype != "float64"
-        where = f"for input {describe(args, noun)}"
+        where = f"for input {describe(args)}"
+        asked = answer
+        if not float64 and isinstance(got, (np.ndarray, np.generic)) and got.dtype.kind == "f":
+            asked = answer.astype(got.dtype)  # any float dtype will do here
+        kind = result_problem(got, asked, what)
+        if kind is not None and "shape" in kind:
+            return f"{kind}, {where}: one value per {per} (the input has shape {np.shape(args[0])})"
         if not close(got, answer, "float64" if float64 else "loose"):
             shown_answer, shown_got, gap = show_difference(got, answer)
             note = ""
-            shape = np.shape(got) if dtype is not None else None
-            if shape is not None and shape != np.shape(answer):
-                note = (
-                    f" (an array of shape {shape}: the result keeps the input's shape {np.shape(answer)},"
-                    " one value per token, even for a vocabulary of one)"
-                )
-            elif float64 and not wrong_dtype and close(got, answer, "loose"):
-                note = (
-                    " (close, but not to float64 precision, as float32 arithmetic gives: compute in float64, as asked)"
-                )
-            lead = f"it returned {dtype} {what}; float64 is asked. And " if wrong_dtype else ""
+            if float64 and kind is None and close(got, answer, "loose"):
+                note = " (close, but not to float64 precision, as float32 arithmetic gives: compute in float64)"
+            lead = f"{kind}. And " if kind is not None else ""
             return f"{lead}{where} expected {shown_answer}, got {shown_got}{gap}{note}"
-        if wrong_dtype:
-            return f"{where} it returned {dtype} {what}; float64 is asked (the values are right, only the dtype is not)"
+        if kind is not None:
+            return f"{kind} (the values are right, only that is not), {where}"
     return None
 
 
-def same_function(value, original) -> bool:
-    """value is the package's function, or a copy of its code (the notebook defines the same functions)."""
-    if value is original:
-        return True
-    code, reference = getattr(value, "__code__", None), original.__code__
-    return code is not None and (code.co_code, code.co_names) == (reference.co_code, reference.co_names)
-
-
-@contextmanager
-def refusing(fn, names: tuple[str, ...], modules: tuple[ModuleType, ...]):
-    """While checking, the package's functions `names` raise when called: fn must not delegate to them.
-
-    They are replaced in `modules` (e.g. specdec) and, in fn's own namespace (the notebook's), every
-    name bound to one of them or to a function with the same code (the notebook's own copy, an alias
-    such as `from specdec import softmax as sm`); everything is restored afterwards.
-    """
-    originals = {name: getattr(specdec.logits, name) for name in names}
-    listed = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-    spaces = [getattr(fn, "__globals__", {})] + [vars(module) for module in modules]
-    saved = []
-    for space in spaces:
-        for key, value in list(space.items()):
-            for name, original in originals.items():
-                if callable(value) and same_function(value, original):
-                    saved.append((space, key, name, value))
-                    break
-
-    def refusal(name):
-        def refuse(*args, **kwargs):
-            raise RuntimeError(
-                f"it calls {name} from specdec; this exercise asks for numpy, without the package's {listed}"
-            )
-
-        return refuse
-
-    with replaced((space, key, refusal(name)) for space, key, name, _ in saved):
-        yield
+def refused_functions(fn, names: tuple[str, ...]) -> dict:
+    """The package's functions `names`, and the notebook's copies and aliases of them: calls are refused."""
+    return namesakes(fn, names, specdec, specdec.logits, specdec.validation)
 
 
 # --- Exercise 1: a numerically stable softmax with temperature --------------------------------
@@ -201,8 +133,8 @@ STABLE_SOFTMAX_CASES = [
 def check_stable_softmax(fn) -> bool:
     """fn(logits, temperature) must equal softmax(logits / T) over the last axis in float64, greedy at T = 0."""
     expected = [softmax(*args) for args in STABLE_SOFTMAX_CASES]
-    with refusing(fn, ("softmax", "log_softmax", "one_hot_argmax"), (specdec, specdec.logits)):
-        failure = first_wrong(fn, STABLE_SOFTMAX_CASES, expected, what="probabilities", float64=True)
+    refused = refused_functions(fn, ("softmax", "log_softmax", "one_hot_argmax"))
+    failure = first_wrong(fn, STABLE_SOFTMAX_CASES, expected, what="probabilities", float64=True, refused=refused)
     return verdict("stable_softmax", failure, len(STABLE_SOFTMAX_CASES))
 
 
@@ -224,8 +156,8 @@ LOG_SOFTMAX_CASES = [
 def check_log_softmax(fn) -> bool:
     """fn(logits) must equal log(softmax(logits)) over the last axis in float64, finite for every finite logit."""
     expected = [log_softmax(*args) for args in LOG_SOFTMAX_CASES]
-    with refusing(fn, ("log_softmax",), (specdec, specdec.logits)):
-        failure = first_wrong(fn, LOG_SOFTMAX_CASES, expected, what="log-probabilities", float64=True)
+    refused = refused_functions(fn, ("log_softmax",))
+    failure = first_wrong(fn, LOG_SOFTMAX_CASES, expected, what="log-probabilities", float64=True, refused=refused)
     return verdict("stable_log_softmax", failure, len(LOG_SOFTMAX_CASES))
 
 
@@ -267,28 +199,23 @@ def check_fixed_softmax(fn) -> bool:
     """fn(x, temperature) must compute the right float64 probabilities and raise ValueError on bad input."""
     n_cases = len(FIXED_SOFTMAX_VALID) + len(FIXED_SOFTMAX_INVALID)
     expected = [softmax(*args) for args in FIXED_SOFTMAX_VALID]
-    refused = ("softmax", "log_softmax", "one_hot_argmax", "check_logits", "check_temperature")
-    with refusing(fn, refused, (specdec, specdec.logits)):
-        failure = first_wrong(fn, FIXED_SOFTMAX_VALID, expected, what="probabilities", float64=True)
-        if failure is None:
-            failure = first_not_refused(copying(fn))
+    refused = refused_functions(fn, ("softmax", "log_softmax", "one_hot_argmax", "check_logits", "check_temperature"))
+    failure = first_wrong(fn, FIXED_SOFTMAX_VALID, expected, what="probabilities", float64=True, refused=refused)
+    if failure is None:
+        failure = first_not_refused(fn, refused)
     return verdict("fixed_softmax", failure, n_cases)
 
 
-def first_not_refused(checked) -> str | None:
+def first_not_refused(fn, refused: dict) -> str | None:
     """The first invalid case for which fn does not raise ValueError, said in words; None if it refuses them all."""
     for args, what in FIXED_SOFTMAX_INVALID:
-        try:
-            got = checked(*args)
-        except ValueError:
+        got, error = attempt_on(fn, args, refused)
+        if error is not None and error.startswith("raised ValueError"):
             continue
-        except NotImplementedError:
-            return NOT_ATTEMPTED
-        except Exception as error:  # the learner's code may fail in any way; report it
-            problem = f"raised {type(error).__name__}: {error}"
-        else:
-            problem = f"returned {show(got)}"
-        return f"for input {describe(args)} ({what}) expected a ValueError, but it {problem}"
+        if error is not None and not error.startswith("raised"):
+            return error  # a policy failure: it changed its input, it called the package
+        problem = error if error is not None else f"returned {show(got)}"
+        return f"for input {describe(args)} ({what}) expected a ValueError, but it {problem.split(' for input ')[0]}"
     return None
 
 
@@ -324,5 +251,5 @@ def check_entropy_bits(fn) -> bool:
     The entropy is a summary, not a distribution to sample from: float32 arithmetic is fine.
     """
     expected = [np.asarray(reference_entropy_bits(*args)) for args in ENTROPY_CASES]  # 0-d arrays print as 2.0
-    failure = first_wrong(as_array(fn), ENTROPY_CASES, expected, what="entropies", float64=False, noun="probabilities")
+    failure = first_wrong(fn, ENTROPY_CASES, expected, what="entropies", float64=False, refused={}, per="row")
     return verdict("entropy_bits", failure, len(ENTROPY_CASES))
