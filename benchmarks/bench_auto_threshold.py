@@ -39,8 +39,9 @@ import specdec  # noqa: E402
 import specdec.speculative  # noqa: E402
 from specdec import SamplingParams  # noqa: E402
 from specdec.harness import heldout_prompts, label, side_by_side  # noqa: E402
-from specdec.speculative import AUTO_MAX_GAMMA, AUTO_MIN_CONFIDENCE, VERIFY_RULES  # noqa: E402
+from specdec.speculative import AUTO_MAX_GAMMA, AUTO_MIN_CONFIDENCE  # noqa: E402
 from specdec.threads import describe_machine  # noqa: E402
+from specdec.validation import VERIFY_RULES  # noqa: E402
 
 SETTINGS = [SamplingParams(temperature=0.0), SamplingParams(temperature=1.0)]
 

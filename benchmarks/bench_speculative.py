@@ -64,9 +64,9 @@ from specdec.harness import (  # noqa: E402
     seed_for,
     side_by_side,
 )
-from specdec.speculative import VERIFY_RULES  # noqa: E402
 from specdec.threads import describe_machine, generation_blas_threads, generation_threads  # noqa: E402
 from specdec.timing import f_dips  # noqa: E402
+from specdec.validation import VERIFY_RULES  # noqa: E402
 
 SETTINGS = [
     SamplingParams(temperature=0.0),

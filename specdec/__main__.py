@@ -25,9 +25,10 @@ from specdec.generation import generate
 from specdec.harness import TimedModel, predict_from_rounds, run_turns, turn_costs
 from specdec.models import load_model, load_tokenizer
 from specdec.pipeline import SamplingParams
-from specdec.speculative import AUTO_MAX_GAMMA, VERIFY_RULES, speculative_generate
+from specdec.speculative import AUTO_MAX_GAMMA, speculative_generate
 from specdec.threads import describe_machine
 from specdec.timing import f_dips
+from specdec.validation import VERIFY_RULES
 
 DEFAULT_PROMPT = "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n"
 MIN_PAIRS = 5

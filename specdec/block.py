@@ -3,8 +3,8 @@
 
 import numpy as np
 
-from specdec.drawing import check_rng, draw
-from specdec.verify import check_round
+from specdec.drawing import draw
+from specdec.validation import check_rng, check_round
 
 
 def block_weights(tokens: np.ndarray, q: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -6,12 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from specdec.validation import as_array, check_generator
-
-
-def check_rng(rng) -> np.random.Generator:
-    """Refuse anything but an explicit np.random.Generator (never a seed, never the global random state)."""
-    return check_generator(rng, "rng")
+from specdec.validation import check_probs, check_rng
 
 
 def inverse_cdf(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -23,37 +18,6 @@ def inverse_cdf(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     """
     cdf = np.cumsum(weights, axis=-1)  # (R, V) non-decreasing
     return np.minimum((cdf <= u[:, None]).sum(axis=-1), weights.shape[-1] - 1)  # (R,)
-
-
-def check_probs(probs, name: str = "probs") -> np.ndarray:
-    """Return `probs` as float64 after checking each row is a distribution.
-
-    Every entry must be >= 0 and not NaN, and each row must sum to 1 within 1e-6
-    (1e-4 for float32 or lower precision input, whose rounding is coarser).
-    """
-    arr = as_array(probs, name)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
-    if arr.ndim == 0 or arr.shape[-1] == 0:
-        raise ValueError(f"{name} needs a non-empty vocabulary axis, got shape {arr.shape}")
-    low_precision = np.issubdtype(arr.dtype, np.floating) and np.finfo(arr.dtype).bits < 64
-    tolerance = 1e-4 if low_precision else 1e-6
-    arr = arr.astype(np.float64, copy=False)
-    row_min = arr.min(axis=-1)  # (...,) NaN propagates
-    row_sum = arr.sum(axis=-1)  # (...,)
-    bad = ~(row_min >= 0) | ~(np.abs(row_sum - 1.0) <= tolerance)  # (...,) catches NaN too
-    if bad.any():
-        index = np.argwhere(np.atleast_1d(bad))[0]
-        where = "" if arr.ndim == 1 else f" in row {tuple(int(i) for i in index)}"
-        value_min, value_sum = np.atleast_1d(row_min)[tuple(index)], np.atleast_1d(row_sum)[tuple(index)]
-        if np.isnan(value_min):
-            raise ValueError(f"{name} contains NaN{where}")
-        if value_min < 0:
-            raise ValueError(f"{name} contains a negative probability ({value_min:g}){where}")
-        raise ValueError(
-            f"{name} must sum to 1 (within {tolerance:g}) along the last axis, got {float(value_sum)!r}{where}"
-        )
-    return arr
 
 
 BLOCK = 256  # tokens per block in the two-level search

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from specdec.protocol import check_new_tokens, check_rollback
+from specdec.validation import check_new_tokens, check_rollback
 
 
 def layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray, eps: float = 1e-5) -> np.ndarray:

@@ -24,11 +24,10 @@ import numpy as np
 
 from specdec.generation import GenerationResult, generate
 from specdec.logits import log_softmax
-from specdec.pipeline import SamplingParams, check_params, sampling_probs
-from specdec.speculative import SpeculativeResult, check_gamma, check_verify, speculative_generate
+from specdec.pipeline import SamplingParams, sampling_probs
+from specdec.speculative import SpeculativeResult, speculative_generate
 from specdec.timing import blas_threads, cost_ratios, expected_tokens, predicted_speedup, time_scoring
-from specdec.topk import check_count
-from specdec.validation import check_real
+from specdec.validation import check_count, check_gamma, check_params, check_real, check_verify
 
 
 def heldout_prompts(

@@ -41,9 +41,10 @@ from transformers import DynamicCache, GenerationConfig, GPT2Config, GPT2LMHeadM
 from specdec.generation import generate
 from specdec.gpt import GPT, layer_names
 from specdec.pipeline import SamplingParams
-from specdec.protocol import TokenHistory, check_new_tokens, check_rollback
+from specdec.protocol import TokenHistory
 from specdec.speculative import speculative_generate
 from specdec.threads import cpu_name
+from specdec.validation import check_new_tokens, check_rollback
 
 # specdec.gpt array name -> GPT-2 parameter name, for layer i (Conv1D weights are (in, out): no transpose).
 LAYER_MAP = {

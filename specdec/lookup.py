@@ -4,8 +4,8 @@
 import numpy as np
 
 from specdec.logits import log_softmax  # noqa: F811 (harness.py imports it too)
-from specdec.protocol import DecodingState, LanguageModel, check_new_tokens, check_rollback
-from specdec.validation import check_integer, check_real  # noqa: F811 (harness.py imports check_real too)
+from specdec.protocol import DecodingState, LanguageModel
+from specdec.validation import check_integer, check_new_tokens, check_real, check_rollback  # noqa: F811 (harness.py imports check_real too)
 
 
 class LookupState:

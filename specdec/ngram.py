@@ -3,7 +3,8 @@
 
 import numpy as np
 
-from specdec.protocol import TokenHistory, check_new_tokens
+from specdec.protocol import TokenHistory
+from specdec.validation import check_new_tokens
 
 
 def context_ids(tokens: np.ndarray, k: int, vocab_size: int) -> np.ndarray:

@@ -3,14 +3,9 @@
 
 import numpy as np
 
-from specdec.logits import check_logits, softmax
-from specdec.topk import check_count, kth_largest
-from specdec.validation import check_real
-
-
-def check_top_p(p, name: str = "p") -> float:
-    """Return `p` as a float after checking 0 < p <= 1 (NaN refused; 1 disables the filter)."""
-    return check_real(p, name, 0, 1, low_open=True, note="1 disables the filter")
+from specdec.logits import softmax
+from specdec.topk import kth_largest
+from specdec.validation import check_count, check_logits, check_top_p
 
 
 def descending_exclusive_cumsum(sorted_desc: np.ndarray) -> np.ndarray:

@@ -5,16 +5,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specdec.drawing import check_rng, draw
-from specdec.logits import check_logits, check_temperature, one_hot_argmax, softmax
-from specdec.nucleus import check_top_p, descending_exclusive_cumsum, top_p_filter
-from specdec.topk import check_count, top_k_filter
-from specdec.validation import as_array, check_real
-
-
-def check_min_p(min_p) -> float:
-    """Return `min_p` as a float after checking 0 <= min_p <= 1 (0 disables the filter)."""
-    return check_real(min_p, "min_p", 0, 1, note="0 disables it")
+from specdec.drawing import draw
+from specdec.logits import one_hot_argmax, softmax
+from specdec.nucleus import descending_exclusive_cumsum, top_p_filter
+from specdec.topk import top_k_filter
+from specdec.validation import (
+    as_array,
+    check_count,
+    check_logits,
+    check_min_p,
+    check_params,
+    check_rng,
+    check_temperature,
+    check_top_p,
+)
 
 
 def min_p_filter(logits, min_p: float) -> np.ndarray:
@@ -52,12 +56,6 @@ class SamplingParams:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
-
-
-def check_params(params) -> SamplingParams:
-    if not isinstance(params, SamplingParams):
-        raise TypeError(f"params must be a SamplingParams, got {type(params).__name__}")
-    return params
 
 
 def composed_sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndarray:

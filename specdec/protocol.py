@@ -5,7 +5,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from specdec.validation import as_array, check_integer
+from specdec.validation import check_rollback
 
 
 @runtime_checkable
@@ -37,24 +37,6 @@ class LanguageModel(Protocol):
     def score(self, tokens, state) -> np.ndarray:
         """Logits (n, V): row i is for the token after tokens[i]; the n tokens are appended to `state`."""
         ...
-
-
-def check_new_tokens(tokens, vocab_size: int) -> np.ndarray:
-    """The tokens to score as a 1-D int64 array, after checking there is at least one and each is in [0, V)."""
-    array = as_array(tokens, "tokens")
-    if array.size == 0:
-        raise ValueError("score needs at least one token")
-    if array.dtype.kind not in "iu":
-        raise TypeError(f"tokens must be integer token ids, got dtype {array.dtype}")
-    array = array.astype(np.int64, copy=False).reshape(-1)  # (n,)
-    if array.min() < 0 or array.max() >= vocab_size:
-        raise ValueError(f"token ids must be in [0, {vocab_size}), got {array.min()}..{array.max()}")
-    return array
-
-
-def check_rollback(length, seen: int) -> int:
-    """The length to roll back to, after checking 0 <= length <= seen: a rollback can only forget."""
-    return check_integer(length, f"rollback length (tokens seen: {seen})", 0, seen)
 
 
 class TokenHistory:

@@ -9,19 +9,22 @@ import numpy as np
 
 from specdec.block import block_verify_drawn
 from specdec.drawing import draw
-from specdec.generation import (
+from specdec.pipeline import SamplingParams, sampling_probs
+from specdec.protocol import DecodingState, LanguageModel
+from specdec.threads import generation_threads
+from specdec.validation import (
+    check_gamma,
     check_max_new_tokens,
     check_model,
     check_on_round,
+    check_optional_token,
+    check_params,
     check_prompt,
     check_room,
     check_sampling_rng,
     check_scores,
+    check_verify,
 )
-from specdec.pipeline import SamplingParams, check_params, sampling_probs
-from specdec.protocol import DecodingState, LanguageModel
-from specdec.threads import generation_threads
-from specdec.validation import check_integer, check_optional_token
 from specdec.verify import verify_drawn
 
 
@@ -147,29 +150,6 @@ class SpeculativeResult:
 
 AUTO_MAX_GAMMA = 8  # gamma="auto" never drafts more than this in one round
 AUTO_MIN_CONFIDENCE = 0.15  # ... and stops once the draft gives its block less than this probability
-
-
-def check_gamma(gamma) -> int | str:
-    """gamma is a number of drafts per round (an integer >= 1) or "auto" (decided round by round)."""
-    message = f'gamma must be an integer >= 1 or "auto", got {gamma!r}'
-    if isinstance(gamma, str):
-        if gamma != "auto":
-            raise ValueError(message)
-        return gamma
-    try:
-        return check_integer(gamma, "gamma", minimum=1)
-    except (TypeError, ValueError) as error:  # the same message, "auto" included, whatever is wrong
-        raise type(error)(message) from None
-
-
-VERIFY_RULES = ("token", "block")  # how a sampled round is verified: notebook 09's rule, or notebook 11's
-
-
-def check_verify(verify) -> str:
-    """verify names a verification rule: "token" or "block"."""
-    if not isinstance(verify, str) or verify not in VERIFY_RULES:
-        raise ValueError(f'verify must be "token" or "block", got {verify!r}')
-    return verify
 
 
 def speculative_generate(

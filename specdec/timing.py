@@ -17,8 +17,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from specdec.topk import check_count
-from specdec.validation import check_integer, check_real
+from specdec.validation import check_alpha, check_count, check_integer, check_real
 
 
 @contextmanager
@@ -130,11 +129,6 @@ def f_dips(f: Mapping[int, float]) -> list[int]:
     """
     sizes = sorted(f)
     return [n for m, n in pairwise(sizes) if f[n] < f[m]]
-
-
-def check_alpha(alpha) -> float:
-    """Return the acceptance rate `alpha` as a float after checking it is a number in [0, 1]."""
-    return check_real(alpha, "alpha", 0, 1)
 
 
 def expected_tokens(alpha: float, gamma: int) -> float:

@@ -3,13 +3,7 @@
 
 import numpy as np
 
-from specdec.logits import check_logits
-from specdec.validation import check_integer
-
-
-def check_count(value, name: str) -> int:
-    """Return `value` as an int after checking it is an integer >= 1 (numpy ints welcome; bools, floats not)."""
-    return check_integer(value, name, minimum=1)
+from specdec.validation import check_count, check_logits
 
 
 def top_k_filter(logits, k: int) -> np.ndarray:

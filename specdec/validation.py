@@ -1,15 +1,24 @@
-"""Argument checks shared by the whole package (support code: it teaches nothing by itself).
+"""Every argument check of the package (support code: it teaches nothing by itself).
 
 One rule everywhere: a value of the wrong *type* raises TypeError, a value of the right type
 outside the allowed range raises ValueError, and both messages name the argument and say what
-is allowed, so a learner never has to read a traceback from deep inside numpy.
+is allowed, so a learner never has to read a traceback from deep inside numpy. The functions the
+notebooks build call one of these first, then run their algorithm: the checks are written once,
+here, and the notebooks show what they refuse rather than how. The generic checks come first,
+then those of each notebook's functions, in the course's order.
 """
 
 import math
 import numbers
 import operator
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # for the annotations only: those modules import this one
+    from specdec.pipeline import SamplingParams
+    from specdec.protocol import LanguageModel
 
 
 def check_integer(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -105,3 +114,304 @@ def as_array(value, name: str) -> np.ndarray:
         raise ValueError(
             f"{name} must be a rectangular array (every row the same length), got rows of different lengths"
         ) from None
+
+
+# --- Logits and temperature (notebook 01) -----------------------------------------------------
+
+
+def describe_row(index: tuple, ndim: int) -> str:
+    """Name a row of a batch for an error message: '' for a single row, ' in row (2, 5)' otherwise."""
+    if ndim == 1:
+        return ""
+    return f" in row {index[0] if len(index) == 1 else index}"
+
+
+def check_logits(logits, name: str = "logits") -> np.ndarray:
+    """Return `logits` as an array after checking it can define a distribution.
+
+    Logits are real numbers with the vocabulary on the last axis. -inf is allowed (it means
+    "probability zero"), but NaN and +inf are not, and a row that is entirely -inf has no
+    token left to draw, so each of those raises a ValueError that says which row.
+    """
+    arr = as_array(logits, name)  # ragged rows get a message naming the argument, not numpy's
+    if arr.dtype.kind not in "fiu":  # float, signed or unsigned int; not bool, complex, text or objects
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must have a vocabulary axis, got a scalar")
+    if arr.shape[-1] == 0:
+        raise ValueError(f"{name} has an empty vocabulary axis (shape {arr.shape})")
+    row_max = arr.max(axis=-1)  # (...,) NaN if a row has a NaN, +inf if it has +inf
+    if not np.isfinite(row_max).all():  # one cheap pass; diagnose only when something is wrong
+        for index in np.ndindex(arr.shape[:-1]):
+            row = arr[index]  # (V,)
+            where = describe_row(index, arr.ndim)
+            if np.isnan(row).any():
+                raise ValueError(f"{name} contains NaN{where}")
+            if (row == np.inf).any():
+                raise ValueError(f"{name} contains +inf{where}")
+            if (row == -np.inf).all():
+                raise ValueError(f"{name} is entirely -inf{where}: no token is left to draw")
+    return arr
+
+
+def check_temperature(temperature) -> float:
+    """Return `temperature` as a float after checking it is a finite number >= 0 (0 means greedy).
+
+    Like every check in the package, it uses one rule (specdec/validation.py): a wrong type
+    (a string, None, a bool) raises TypeError, a number out of range (negative, NaN, inf)
+    raises ValueError, and both messages name the argument and what is allowed.
+    """
+    return check_real(temperature, "temperature", 0, note="0 means greedy")
+
+
+def vocabulary_last(logits, axis: int) -> np.ndarray:
+    """Move the vocabulary `axis` of `logits` to the end, with a clear error for a bad axis."""
+    arr = as_array(logits, "logits")
+    if arr.ndim == 0:
+        raise ValueError("logits must have a vocabulary axis, got a scalar")
+    if not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"axis {axis} is out of range for logits of shape {arr.shape}")
+    return np.moveaxis(arr, axis, -1)
+
+
+# --- Generators and distributions (notebook 02) -----------------------------------------------
+
+
+def check_rng(rng) -> np.random.Generator:
+    """Refuse anything but an explicit np.random.Generator (never a seed, never the global random state)."""
+    return check_generator(rng, "rng")
+
+
+def check_probs(probs, name: str = "probs") -> np.ndarray:
+    """Return `probs` as float64 after checking each row is a distribution.
+
+    Every entry must be >= 0 and not NaN, and each row must sum to 1 within 1e-6
+    (1e-4 for float32 or lower precision input, whose rounding is coarser).
+    """
+    arr = as_array(probs, name)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
+    if arr.ndim == 0 or arr.shape[-1] == 0:
+        raise ValueError(f"{name} needs a non-empty vocabulary axis, got shape {arr.shape}")
+    low_precision = np.issubdtype(arr.dtype, np.floating) and np.finfo(arr.dtype).bits < 64
+    tolerance = 1e-4 if low_precision else 1e-6
+    arr = arr.astype(np.float64, copy=False)
+    row_min = arr.min(axis=-1)  # (...,) NaN propagates
+    row_sum = arr.sum(axis=-1)  # (...,)
+    bad = ~(row_min >= 0) | ~(np.abs(row_sum - 1.0) <= tolerance)  # (...,) catches NaN too
+    if bad.any():
+        index = np.argwhere(np.atleast_1d(bad))[0]
+        where = "" if arr.ndim == 1 else f" in row {tuple(int(i) for i in index)}"
+        value_min, value_sum = np.atleast_1d(row_min)[tuple(index)], np.atleast_1d(row_sum)[tuple(index)]
+        if np.isnan(value_min):
+            raise ValueError(f"{name} contains NaN{where}")
+        if value_min < 0:
+            raise ValueError(f"{name} contains a negative probability ({value_min:g}){where}")
+        raise ValueError(
+            f"{name} must sum to 1 (within {tolerance:g}) along the last axis, got {float(value_sum)!r}{where}"
+        )
+    return arr
+
+
+# --- Counts (notebook 03) ---------------------------------------------------------------------
+
+
+def check_count(value, name: str) -> int:
+    """Return `value` as an int after checking it is an integer >= 1 (numpy ints welcome; bools, floats not)."""
+    return check_integer(value, name, minimum=1)
+
+
+# --- Top-p (notebook 04) ----------------------------------------------------------------------
+
+
+def check_top_p(p, name: str = "p") -> float:
+    """Return `p` as a float after checking 0 < p <= 1 (NaN refused; 1 disables the filter)."""
+    return check_real(p, name, 0, 1, low_open=True, note="1 disables the filter")
+
+
+# --- Sampling parameters (notebook 05) --------------------------------------------------------
+
+
+def check_min_p(min_p) -> float:
+    """Return `min_p` as a float after checking 0 <= min_p <= 1 (0 disables the filter)."""
+    return check_real(min_p, "min_p", 0, 1, note="0 disables it")
+
+
+def check_params(params) -> "SamplingParams":
+    """params must be a SamplingParams (notebook 05), which validated its fields when it was made."""
+    from specdec.pipeline import SamplingParams  # here, not at the top: pipeline.py imports this module
+
+    if not isinstance(params, SamplingParams):
+        raise TypeError(f"params must be a SamplingParams, got {type(params).__name__}")
+    return params
+
+
+# --- Language models and generation (notebook 06) ---------------------------------------------
+
+
+def check_new_tokens(tokens, vocab_size: int) -> np.ndarray:
+    """The tokens to score as a 1-D int64 array, after checking there is at least one and each is in [0, V)."""
+    array = as_array(tokens, "tokens")
+    if array.size == 0:
+        raise ValueError("score needs at least one token")
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"tokens must be integer token ids, got dtype {array.dtype}")
+    array = array.astype(np.int64, copy=False).reshape(-1)  # (n,)
+    if array.min() < 0 or array.max() >= vocab_size:
+        raise ValueError(f"token ids must be in [0, {vocab_size}), got {array.min()}..{array.max()}")
+    return array
+
+
+def check_rollback(length, seen: int) -> int:
+    """The length to roll back to, after checking 0 <= length <= seen: a rollback can only forget."""
+    return check_integer(length, f"rollback length (tokens seen: {seen})", 0, seen)
+
+
+def check_scores(logits, model, n_tokens: int, name: str = "model") -> np.ndarray:
+    """What `model.score` returned for `n_tokens` tokens, checked before anything reads it.
+
+    Logits of shape (n_tokens, vocab_size), one row per token scored and one column per token of
+    the vocabulary, with no NaN or +inf and no row entirely -inf (check_logits). A model that
+    returns one column too many would otherwise let a generator emit a token outside the
+    vocabulary, and a NaN would make greedy decoding's argmax silently pick token 0.
+    """
+    arr = logits if isinstance(logits, np.ndarray) else as_array(logits, f"{name}.score's logits")
+    if arr.shape != (n_tokens, model.vocab_size):
+        raise ValueError(
+            f"{name}.score must return logits of shape (tokens scored, vocab_size) = "
+            f"({n_tokens}, {model.vocab_size}) for {model.name}, got {arr.shape}"
+        )
+    if arr.dtype.kind == "f":  # the hot path: one pass, then explain only if something is wrong
+        # a row's max is NaN or +inf if the row holds one, -inf if it is all -inf, so the sum of the
+        # rows' maxima is finite when every row is fine (a sum that overflows takes the slow path)
+        if math.isfinite(arr.max(axis=-1).sum()):
+            return arr
+    return check_logits(arr, f"{name}.score's logits")  # integers, or a bad row: it says which
+
+
+def check_on_round(on_round) -> Callable[[np.ndarray], object] | None:
+    """on_round is None or a function of one argument, the new tokens of a round."""
+    if on_round is not None and not callable(on_round):
+        raise TypeError(f"on_round must be a function of the new tokens (an array), or None, got {on_round!r}")
+    return on_round
+
+
+def check_model(model, name: str = "model") -> "LanguageModel":
+    """Refuse anything that does not follow the LanguageModel protocol (start, score, vocab_size, max_context, name)."""
+    from specdec.protocol import LanguageModel  # here, not at the top: protocol.py imports this module
+
+    if not isinstance(model, LanguageModel):
+        raise TypeError(
+            f"{name} must be a language model (start(), score(tokens, state), vocab_size, max_context, name),"
+            f" got {type(model).__name__}: load one with specdec.load_model()"
+        )
+    return model
+
+
+def check_prompt(prompt_tokens, model, name: str = "prompt_tokens") -> np.ndarray:
+    """Return the prompt as an int64 array after checking it is a non-empty list of valid token ids."""
+    if isinstance(prompt_tokens, str):
+        raise TypeError(
+            f"{name} must be token ids, got the text {prompt_tokens[:30]!r}: encode it first,"
+            " for example specdec.load_tokenizer().encode(text)"
+        )
+    prompt = as_array(prompt_tokens, name)
+    if prompt.ndim != 1 or prompt.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of token ids, got shape {prompt.shape}")
+    if prompt.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer token ids, got dtype {prompt.dtype}")
+    if prompt.min() < 0 or prompt.max() >= model.vocab_size:
+        raise ValueError(
+            f"{name} must be token ids in [0, {model.vocab_size}) for {model.name}, got {prompt.min()}..{prompt.max()}"
+        )
+    return prompt.astype(np.int64)
+
+
+def check_max_new_tokens(max_new_tokens) -> int:
+    return check_integer(max_new_tokens, "max_new_tokens", minimum=0)
+
+
+def check_sampling_rng(rng, params: "SamplingParams") -> np.random.Generator | None:
+    """Greedy decoding draws nothing, so rng may be None; otherwise it must be a np.random.Generator."""
+    if rng is None and not params.greedy:
+        raise TypeError("rng must be a np.random.Generator when temperature > 0, got None")
+    return None if rng is None else check_rng(rng)
+
+
+def check_room(model, prompt_size: int, max_new_tokens: int) -> None:
+    """Every token but the last generated one passes through the model: it must fit its context."""
+    needed = prompt_size + max(0, max_new_tokens - 1)
+    if needed > model.max_context:
+        raise ValueError(
+            f"prompt ({prompt_size} tokens) + max_new_tokens ({max_new_tokens}) needs {needed} positions, "
+            f"more than {model.name}'s max_context {model.max_context}"
+        )
+
+
+# --- The cost model (notebook 07) -------------------------------------------------------------
+
+
+def check_alpha(alpha) -> float:
+    """Return the acceptance rate `alpha` as a float after checking it is a number in [0, 1]."""
+    return check_real(alpha, "alpha", 0, 1)
+
+
+# --- Speculative decoding (notebook 08) -------------------------------------------------------
+
+
+def check_gamma(gamma) -> int | str:
+    """gamma is a number of drafts per round (an integer >= 1) or "auto" (decided round by round)."""
+    message = f'gamma must be an integer >= 1 or "auto", got {gamma!r}'
+    if isinstance(gamma, str):
+        if gamma != "auto":
+            raise ValueError(message)
+        return gamma
+    try:
+        return check_integer(gamma, "gamma", minimum=1)
+    except (TypeError, ValueError) as error:  # the same message, "auto" included, whatever is wrong
+        raise type(error)(message) from None
+
+
+VERIFY_RULES = ("token", "block")  # how a sampled round is verified: notebook 09's rule, or notebook 11's
+
+
+def check_verify(verify) -> str:
+    """verify names a verification rule: "token" or "block"."""
+    if not isinstance(verify, str) or verify not in VERIFY_RULES:
+        raise ValueError(f'verify must be "token" or "block", got {verify!r}')
+    return verify
+
+
+# --- A verification round (notebook 09) -------------------------------------------------------
+
+
+def check_round(draft_tokens, draft_probs, target_probs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checks of a verification round: (tokens int64 (gamma,), q (gamma, V), p (gamma + 1, V)), float64.
+
+    Each message names the argument and what it must be: one row of q per draft, one more row of p,
+    integer ids inside the vocabulary, each drafted token possible under the row it was drawn from.
+    """
+    q = check_probs(draft_probs, "draft_probs")
+    p = check_probs(target_probs, "target_probs")
+    tokens = as_array(draft_tokens, "draft_tokens")
+    if tokens.ndim != 1:
+        raise ValueError(f"draft_tokens must be a 1-D array of token ids, got shape {tokens.shape}")
+    if tokens.size == 0:
+        tokens = tokens.astype(np.int64)  # no drafts (gamma = 0): np.asarray([]) is float64, but nothing is wrong
+    if tokens.dtype.kind not in "iu":
+        raise TypeError(f"draft_tokens must hold integer token ids, got dtype {tokens.dtype}")
+    gamma = tokens.size
+    if q.shape[0] != gamma or q.ndim != 2:
+        raise ValueError(f"draft_probs must have one row per draft token: shape ({gamma}, V), got {q.shape}")
+    if p.shape != (gamma + 1, q.shape[1]):
+        raise ValueError(f"target_probs must have shape (gamma + 1, V) = {(gamma + 1, q.shape[1])}, got {p.shape}")
+    if gamma and (tokens.min() < 0 or tokens.max() >= q.shape[1]):
+        raise ValueError(f"draft_tokens must be in [0, {q.shape[1]}), got {tokens.min()}..{tokens.max()}")
+    rows = np.arange(gamma)  # (gamma,)
+    q_drafted = q[rows, tokens]  # (gamma,) q_i(x_i)
+    if (q_drafted <= 0).any():
+        i = int(np.argmax(q_drafted <= 0))
+        raise ValueError(
+            f"draft token {i} ({tokens[i]}) has probability 0 under draft_probs row {i}: not drawn from it"
+        )
+    return tokens.astype(np.int64), q, p

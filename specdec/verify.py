@@ -3,8 +3,8 @@
 
 import numpy as np
 
-from specdec.drawing import check_probs, check_rng, draw
-from specdec.validation import as_array
+from specdec.drawing import draw
+from specdec.validation import check_probs, check_rng, check_round
 
 
 def verify_drawn(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, rng: np.random.Generator):
@@ -21,38 +21,6 @@ def verify_drawn(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, rng: np.rando
         mass = excess.sum()
         last = draw(excess / mass if mass > 0 else p[n], rng)
     return np.append(tokens[:n], last).astype(np.int64), n
-
-
-def check_round(draft_tokens, draft_probs, target_probs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The checks of a verification round: (tokens int64 (gamma,), q (gamma, V), p (gamma + 1, V)), float64.
-
-    Each message names the argument and what it must be: one row of q per draft, one more row of p,
-    integer ids inside the vocabulary, each drafted token possible under the row it was drawn from.
-    """
-    q = check_probs(draft_probs, "draft_probs")
-    p = check_probs(target_probs, "target_probs")
-    tokens = as_array(draft_tokens, "draft_tokens")
-    if tokens.ndim != 1:
-        raise ValueError(f"draft_tokens must be a 1-D array of token ids, got shape {tokens.shape}")
-    if tokens.size == 0:
-        tokens = tokens.astype(np.int64)  # no drafts (gamma = 0): np.asarray([]) is float64, but nothing is wrong
-    if tokens.dtype.kind not in "iu":
-        raise TypeError(f"draft_tokens must hold integer token ids, got dtype {tokens.dtype}")
-    gamma = tokens.size
-    if q.shape[0] != gamma or q.ndim != 2:
-        raise ValueError(f"draft_probs must have one row per draft token: shape ({gamma}, V), got {q.shape}")
-    if p.shape != (gamma + 1, q.shape[1]):
-        raise ValueError(f"target_probs must have shape (gamma + 1, V) = {(gamma + 1, q.shape[1])}, got {p.shape}")
-    if gamma and (tokens.min() < 0 or tokens.max() >= q.shape[1]):
-        raise ValueError(f"draft_tokens must be in [0, {q.shape[1]}), got {tokens.min()}..{tokens.max()}")
-    rows = np.arange(gamma)  # (gamma,)
-    q_drafted = q[rows, tokens]  # (gamma,) q_i(x_i)
-    if (q_drafted <= 0).any():
-        i = int(np.argmax(q_drafted <= 0))
-        raise ValueError(
-            f"draft token {i} ({tokens[i]}) has probability 0 under draft_probs row {i}: not drawn from it"
-        )
-    return tokens.astype(np.int64), q, p
 
 
 def speculative_verify(draft_tokens, draft_probs, target_probs, rng: np.random.Generator):

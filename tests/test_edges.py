@@ -16,8 +16,9 @@ import specdec
 from specdec import SamplingParams, speculative_generate
 from specdec.drawing import chi_square_test, draw
 from specdec.ngram import NGramModel
-from specdec.protocol import TokenHistory, check_new_tokens
+from specdec.protocol import TokenHistory
 from specdec.speculative import propose
+from specdec.validation import check_new_tokens
 
 GREEDY, T1 = SamplingParams(0.0), SamplingParams(1.0)
 

@@ -452,8 +452,8 @@ def fixed_divides_first_with_a_guard(x, temperature=1.0):  # breaks rule 2, with
 
 
 def validates_with_the_package(x, temperature=1.0):  # rules 4 and 5 delegated to specdec's own checks
-    specdec.logits.check_temperature(temperature)
-    checked = specdec.logits.check_logits(x)
+    specdec.validation.check_temperature(temperature)
+    checked = specdec.validation.check_logits(x)
     return solution.stable_softmax(checked, temperature)
 
 
@@ -541,7 +541,7 @@ def test_fixed_softmax_says_float64_is_asked(capsys):
 )
 def test_fixed_softmax_says_why(wrong, why, capsys):
     assert_fails(check_fixed_softmax, wrong, capsys, why)
-    assert specdec.logits.check_logits([0.0, 1.0]).tolist() == [0.0, 1.0]  # restored after the check
+    assert specdec.validation.check_logits([0.0, 1.0]).tolist() == [0.0, 1.0]  # restored after the check
 
 
 def test_fixed_softmax_refusal_does_not_claim_the_exercise_asks_for_log_softmax(capsys):
