@@ -35,6 +35,7 @@ import specdec
 from checkers import call, located, namesakes, result_problem, show, verdict
 from specdec import speculative, verify
 from specdec.drawing import chi_square_test
+from specdec.exact import Rule, bigram, target_law, text_law
 from specdec.verify import residual_distribution
 
 JUST_BELOW_ONE = float(np.nextafter(1.0, 0.0))  # the largest value rng.random() can return
@@ -248,89 +249,57 @@ N_TOKENS = 3  # the law of the first three emitted tokens is compared
 START = 0  # the prompt ends with token 0
 
 
-def target_law(P: np.ndarray, start: int, n: int) -> dict[tuple, float]:
-    """{(t1, ..., tn): probability} of sampling n tokens from the target, one at a time."""
-    law = {(): 1.0}
-    for _ in range(n):
-        law = {seq + (t,): prob * P[seq[-1] if seq else start, t] for seq, prob in law.items() for t in range(len(P))}
-    return {seq: prob for seq, prob in law.items() if prob > 0}
+class LastTokenRule:
+    """Notebook 09's rule with the learner's function for the token the target adds, for specdec.exact's walk.
 
-
-class Stall(Exception):
-    """A round that can never emit a token: generation would loop forever."""
-
-
-def round_law(fn, P: np.ndarray, Q: np.ndarray, context: int, gamma: int) -> dict[tuple, float]:
-    """{emitted tokens: probability} of one round from `context`, walking every branch.
-
-    The drafts x_1..x_gamma are drawn from Q (x_i from the row of the token before it); each is
-    accepted with probability min(1, p/q) given the ones before (fresh uniforms), so exactly
-    k are accepted with probability a_1...a_k (1 - a_(k+1)). fn says which distribution the
-    target's extra token comes from after k accepted drafts (None: no extra token).
+    The drafts come from q and are accepted with probability min(1, p/q) each (fresh uniforms:
+    exactly k are accepted with probability a_1...a_k (1 - a_(k+1))); fn(p_rows, q_rows, drafts, k)
+    says which distribution the target's extra token comes from after k accepted drafts (None: no
+    extra token). A call that fails the course's policy, or an answer that is not a distribution,
+    raises ValueError with the diagnosis.
     """
-    vocab = len(P)
-    law: dict[tuple, float] = {}
-    drafts_law = {(): 1.0}
-    for _ in range(gamma):
-        drafts_law = {
-            seq + (x,): prob * Q[seq[-1] if seq else context, x]
-            for seq, prob in drafts_law.items()
-            for x in range(vocab)
-            if Q[seq[-1] if seq else context, x] > 0
-        }
-    for drafts, prob in drafts_law.items():
-        contexts = (context, *drafts)  # contexts[i]: the token before position i
-        p_rows, q_rows = P[list(contexts)], Q[list(contexts[:-1])]  # (gamma + 1, V), (gamma, V)
-        ratios = [min(1.0, P[c, x] / Q[c, x]) for c, x in zip(contexts, drafts, strict=False)]
-        for k in range(gamma + 1):
-            p_k = math.prod(ratios[:k]) * (1 - ratios[k] if k < gamma else 1.0)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def draft_law(self, p, q) -> np.ndarray:
+        return q
+
+    def verify_law(self, drafts: tuple, q_rows, p_rows) -> dict:
+        gamma, vocab = len(drafts), p_rows.shape[1]
+        ratios = [min(1.0, p_rows[i, x] / q_rows[i, x]) for i, x in enumerate(drafts)]
+        law: dict[tuple, float] = {}
+        for k, p_k in enumerate(Rule().acceptance_law(ratios)):
             if p_k == 0:
                 continue
-            last, error = call(fn, (p_rows.copy(), q_rows.copy(), np.array(drafts), k))
+            last, error = call(self.fn, (p_rows, q_rows, np.array(drafts), k))
+            where = f"for drafts {show(np.array(drafts))} and n_accepted = {k}"
             if error is not None:
                 raise ValueError(error)
             if last is None and k == gamma:
                 raise ValueError(
-                    f"for drafts {show(np.array(drafts))} and n_accepted = {k} (all {gamma} accepted) it returned "
-                    f"None: the bonus token is missing. The target's call already computed the row after the last "
-                    f"draft, p_rows[{gamma}] = {show(p_rows[gamma])}; a token drawn from it costs nothing more"
+                    f"your function returned None after all {gamma} drafts were accepted: the bonus token is missing."
+                    f" The target's call already computed the row after the last draft, p_rows[{gamma}] ="
+                    f" {show(p_rows[gamma])}; a token drawn from it costs nothing more ({where})"
                 )
             right = p_rows[gamma] if k == gamma else residual_distribution(p_rows[k], q_rows[k])
             kind = None if last is None else result_problem(last, right, "probabilities", shape=False)
             if kind is not None:
-                raise ValueError(located(kind, f"for drafts {show(np.array(drafts))} and n_accepted = {k}"))
+                raise ValueError(located(kind, where))
             if last is not None:
                 last = np.asarray(last, dtype=np.float64)
                 if last.shape != (vocab,) or not (last >= 0).all() or abs(last.sum() - 1) > 1e-9:
                     raise ValueError(
-                        f"for drafts {show(np.array(drafts))} and n_accepted = {k} it returned {show(last)}, "
-                        f"not a distribution over {vocab} tokens (or None)"
+                        f"your function returned {show(last)}, not a distribution over {vocab} tokens (or None)"
+                        f" ({where})"
                     )
             emitted = drafts[:k]
             if last is None:
-                law[emitted] = law.get(emitted, 0.0) + prob * p_k
+                law[emitted] = law.get(emitted, 0.0) + p_k
             else:
                 for t in np.flatnonzero(last).tolist():
-                    law[emitted + (t,)] = law.get(emitted + (t,), 0.0) + prob * p_k * last[t]
-    return law
-
-
-def sequence_law(fn, P: np.ndarray, Q: np.ndarray, context: int, n: int, gamma: int) -> dict[tuple, float]:
-    """{first n emitted tokens: probability}, composing rounds. A round that emits nothing
-    leaves everything as it was, so the next round is the same: condition on emitting something."""
-    one_round = round_law(fn, P, Q, context, gamma)
-    empty = one_round.pop((), 0.0)
-    if empty > 1 - 1e-12:
-        raise Stall(f"from context {context} a round never emits a token: generation would loop forever")
-    law: dict[tuple, float] = {}
-    for emitted, prob in one_round.items():
-        prob /= 1 - empty
-        if len(emitted) >= n:
-            law[emitted[:n]] = law.get(emitted[:n], 0.0) + prob
-        else:
-            for rest, prob_rest in sequence_law(fn, P, Q, emitted[-1], n - len(emitted), gamma).items():
-                law[emitted + rest] = law.get(emitted + rest, 0.0) + prob * prob_rest
-    return law
+                    law[emitted + (t,)] = law.get(emitted + (t,), 0.0) + p_k * last[t]
+        return law
 
 
 def exact_last_token(p_rows, q_rows, n_accepted: int) -> tuple[np.ndarray, str]:
@@ -377,13 +346,13 @@ def first_wrong_branch(fn, P: np.ndarray, Q: np.ndarray, gamma: int) -> str | No
 def law_gap(fn, world: str, gamma: int) -> tuple[float, float, tuple, float, float]:
     """(total variation, max |difference|, the worst sequence, its probability, the target's)."""
     P, Q = WORLDS[world]
-    got = sequence_law(fn, P, Q, START, N_TOKENS, gamma)
-    want = target_law(P, START, N_TOKENS)
-    keys = set(got) | set(want)
-    gaps = {k: got.get(k, 0.0) - want.get(k, 0.0) for k in keys}
-    worst = max(sorted(keys), key=lambda k: abs(gaps[k]))
-    tv = 0.5 * sum(abs(g) for g in gaps.values())
-    return tv, abs(gaps[worst]), worst, got.get(worst, 0.0), want.get(worst, 0.0)
+    target, draft = bigram(P), bigram(Q)
+    got = text_law(LastTokenRule(fn), target, draft, (START,), gamma, N_TOKENS)  # (V,) * N_TOKENS
+    want = target_law(target, (START,), N_TOKENS)  # (V,) * N_TOKENS
+    gaps = got - want
+    worst = np.unravel_index(np.argmax(np.abs(gaps)), gaps.shape)  # the first of the largest gaps
+    tv = 0.5 * float(np.abs(gaps).sum())
+    return tv, float(abs(gaps[worst])), tuple(int(t) for t in worst), float(got[worst]), float(want[worst])
 
 
 def check_last_token(fn) -> bool:
@@ -396,7 +365,7 @@ def check_last_token(fn) -> bool:
     for world, gamma in cases:
         try:
             tv, gap, worst, got, want = law_gap(fn, world, gamma)
-        except (ValueError, Stall) as error:
+        except ValueError as error:
             message = str(error)
             if message.startswith("not attempted yet"):
                 return verdict("last_token", message, len(cases))
@@ -479,22 +448,6 @@ def acceptance_ratios(tokens, q_rows, p_rows) -> np.ndarray:
     """a_i = min(1, p_i(x_i) / q_i(x_i)), the probability that draft i is kept given the ones before."""
     rows = np.arange(tokens.size)
     return np.minimum(1.0, p_rows[rows, tokens] / q_rows[rows, tokens])  # (gamma,)
-
-
-def block_law(tokens, q_rows, p_rows) -> dict[tuple, float]:
-    """{emitted tokens: probability} for one call of the exact rule, every branch walked.
-
-    Exactly k drafts are kept with probability a_1 ... a_k (1 - a_(k+1)) (fresh uniforms);
-    the last token then comes from the residual of row k, or from row gamma after all are kept.
-    """
-    gamma, ratios = tokens.size, acceptance_ratios(tokens, q_rows, p_rows)
-    law: dict[tuple, float] = {}
-    for k in range(gamma + 1):
-        prob_k = math.prod(ratios[:k]) * (1.0 - ratios[k] if k < gamma else 1.0)
-        last = p_rows[gamma] if k == gamma else residual_distribution(p_rows[k], q_rows[k])  # (V,)
-        for t in np.flatnonzero(prob_k * last > 0).tolist():
-            law[(*tokens[:k].tolist(), t)] = prob_k * last[t]
-    return law
 
 
 def block_text(tokens, q_rows, p_rows) -> str:
@@ -726,7 +679,7 @@ def verify_failure(fn, refused: dict) -> str | None:
         return located(error, f"for {block_text(tokens, q_rows, p_rows)}")
     for case in STATISTICAL:
         tokens, q_rows, p_rows = VERIFY_CASES[case]
-        exact = marginal_laws(block_law(tokens, q_rows, p_rows), tokens.size)
+        exact = marginal_laws(Rule().verify_law(tuple(tokens.tolist()), q_rows, p_rows), tokens.size)
         for seed in SEEDS:
             counts, error = run_case(fn, refused, case, np.random.default_rng(seed))
             if error is not None:

@@ -1,6 +1,8 @@
 # Generated from notebooks/11_block_verification.ipynb by tools/export.py: edit the notebook, not this file.
 """Block verification (Sun et al., ICLR 2025): judge the drafted block as a whole, keep the longest prefix it can."""
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from specdec.drawing import draw
@@ -28,6 +30,13 @@ def block_weights(tokens: np.ndarray, q: np.ndarray, p: np.ndarray) -> tuple[np.
     h[0] = 1.0
     h[gamma] = w[gamma]
     return w, h
+
+
+def block_keeps(drafts, q, p) -> np.ndarray:
+    """P(block verification keeps exactly i drafts), i = 0..gamma: length i passes, every longer one fails."""
+    _, h = block_weights(np.asarray(drafts), q, p)  # (gamma + 1,) h[0] = 1: "none passes" ends at 0
+    fails_after = np.append(np.cumprod((1 - h[1:])[::-1])[::-1], 1.0)  # (gamma + 1,) prod over j > i of (1 - h_j)
+    return h * fails_after  # (gamma + 1,)
 
 
 def block_verify_drawn(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, rng: np.random.Generator):
@@ -63,3 +72,37 @@ def block_verify(draft_tokens, draft_probs, target_probs, rng: np.random.Generat
     check_rng(rng)
     tokens, q, p = check_round(draft_tokens, draft_probs, target_probs)
     return block_verify_drawn(tokens, q, p, rng)
+
+
+@dataclass(frozen=True)
+class BlockRule:
+    """Block verification as a rule for specdec.exact (notebook 09): the law of what block_verify emits.
+
+    Drafts come from q. Given a drafted block, the prefix of length tau is kept with probability
+    block_keeps(...)[tau], then one token comes from the bonus row (the whole block kept) or from the
+    weighted residual norm(max(0, w_tau p - q)); residual="plain" is the porting mistake of section 2,
+    norm(max(0, p - q)) after the right thresholds.
+    """
+
+    name: str = "block"
+    residual: str = "weighted"
+
+    def draft_law(self, p, q) -> np.ndarray:
+        return q
+
+    def verify_law(self, drafts: tuple, q, p) -> dict:
+        """{emitted tokens: probability} of verifying the fixed drafts, q (gamma, V) and p (gamma + 1, V)."""
+        gamma = len(drafts)
+        w, _ = block_weights(np.array(drafts), q, p)
+        law = {}
+        for tau, stop in enumerate(block_keeps(drafts, q, p)):
+            if stop == 0:
+                continue
+            if tau == gamma:
+                added = p[gamma]  # (V,) the bonus
+            else:
+                excess = np.maximum((w[tau] if self.residual == "weighted" else 1.0) * p[tau] - q[tau], 0.0)  # (V,)
+                added = excess / excess.sum() if excess.sum() > 0 else p[tau]  # (V,) as block_verify_drawn
+            for y in np.flatnonzero(added).tolist():
+                law[drafts[:tau] + (y,)] = law.get(drafts[:tau] + (y,), 0.0) + stop * added[y]
+        return law

@@ -19,7 +19,6 @@ from test_speculative import (
     PROMPT,
     SETTINGS,
     TARGET_LOGITS,
-    TableModel,
     expected,
     observed,
     tables,
@@ -28,6 +27,7 @@ from test_speculative import (
 import specdec.speculative
 from specdec import SamplingParams, generate, load_model, sampling_probs, speculative_generate
 from specdec.drawing import chi_square_test, draw
+from specdec.exact import TableModel
 from specdec.speculative import AUTO_MAX_GAMMA, AUTO_MIN_CONFIDENCE, propose
 
 ALPHA, REJECT = 1e-3, 1e-6

@@ -27,14 +27,14 @@ from test_speculative import (
     PROMPT,
     SETTINGS,
     TARGET_LOGITS,
-    TableModel,
     V,
     tables,
 )
 
 from specdec import SamplingParams, block_verify, generate, speculative_generate, speculative_verify
-from specdec.block import block_verify_drawn, block_weights
+from specdec.block import BlockRule, block_verify_drawn, block_weights
 from specdec.drawing import chi_square_test, draw
+from specdec.exact import TableModel, round_law, target_law, text_law
 
 ALPHA = 1e-3  # the exact algorithm must not be rejected at this level (fixed seeds: a deterministic verdict)
 REJECT = 1e-6  # a mistake must be rejected at this level by the very same test
@@ -171,81 +171,66 @@ def random_pair(seed: int, vocab: int = 3, concentration: float = 0.6):
     return (lambda c: row(target_rows, c)), (lambda c: row(draft_rows, c))
 
 
-def round_law(target, draft, context: list, gamma: int, verifier: str) -> dict:
-    """Exact law of one round's emitted tokens, {tokens: probability}, every branch walked."""
-    vocab = len(target(context))
-    out = {}
-    for drafts in itertools.product(range(vocab), repeat=gamma):
-        contexts = [list(context) + list(drafts[:i]) for i in range(gamma + 1)]
-        q = np.array([draft(c) for c in contexts[:gamma]])  # (gamma, V)
-        p = np.array([target(c) for c in contexts])  # (gamma + 1, V)
-        weight = np.prod([q[i, x] for i, x in enumerate(drafts)])
-        if weight == 0:
-            continue
+class Verifier:
+    """Block verification or one of its variants, as a rule of specdec.exact (drafts come from q).
+
+    "block" is specdec.block.BlockRule's law; "q = 1" verifies every draft as if the draft were
+    certain (a valid verifier, and wasteful); the mistakes of MISTAKES are the other names. Only the
+    law of one verification given its drafts is written here: the walk over drafted blocks and the
+    chaining of rounds are specdec.exact's, the course's one oracle.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def draft_law(self, p, q):
+        return q
+
+    def verify_law(self, drafts: tuple, q, p) -> dict:
+        if self.name == "block":
+            return BlockRule().verify_law(drafts, q, p)
+        gamma, vocab = len(drafts), p.shape[1]
         point_masses = np.eye(vocab)[list(drafts)]  # (gamma, V)
-        q_verify = point_masses if verifier == "q = 1" else q  # the rows the residual uses
-        stops, w = stop_law(drafts, point_masses if verifier in ("q = 1", "ratio with q = 1") else q, p)
-        if verifier == "first failure stops":
+        q_verify = point_masses if self.name == "q = 1" else q  # the rows the residual uses
+        stops, w = stop_law(drafts, point_masses if self.name in ("q = 1", "ratio with q = 1") else q, p)
+        if self.name == "first failure stops":
             h = block_weights(np.array(drafts), q, p)[1]
             stops = np.array([np.prod(h[1 : i + 1]) * (1 - h[i + 1] if i < gamma else 1.0) for i in range(gamma + 1)])
+        law = {}
         for tau in range(gamma + 1):
             if stops[tau] == 0:
                 continue
             if tau == gamma:
                 last = p[gamma]
             else:
-                scale = 1.0 if verifier == "plain residual" else w[tau]
+                scale = 1.0 if self.name == "plain residual" else w[tau]
                 excess = np.maximum(scale * p[tau] - q_verify[tau], 0.0)
                 last = excess / excess.sum() if excess.sum() > 0 else p[tau]
             for y in np.flatnonzero(last):
                 key = drafts[:tau] + (int(y),)
-                out[key] = out.get(key, 0.0) + weight * stops[tau] * last[y]
-    return out
+                law[key] = law.get(key, 0.0) + stops[tau] * last[y]
+        return law
 
 
-def text_law(target, draft, context: list, gamma: int, k: int, verifier: str = "block") -> dict:
-    """Exact law of the first k tokens of the text, rounds chained as generation does."""
-    if k <= 0:
-        return {(): 1.0}
-    out = {}
-    for emitted, prob in round_law(target, draft, context, gamma, verifier).items():
-        if len(emitted) >= k:
-            rests = {(): 1.0}
-        else:
-            rests = text_law(target, draft, list(context) + list(emitted), gamma, k - len(emitted), verifier)
-        for rest, prob_rest in rests.items():
-            key = (emitted + rest)[:k]
-            out[key] = out.get(key, 0.0) + prob * prob_rest
-    return out
-
-
-def target_text_law(target, context: list, k: int) -> dict:
-    out = {}
-    vocab = len(target(context))
-    for tokens in itertools.product(range(vocab), repeat=k):
-        out[tokens] = np.prod([target(list(context) + list(tokens[:i]))[x] for i, x in enumerate(tokens)])
-    return out
-
-
-def distance(law: dict, reference: dict) -> float:
-    return max(abs(law.get(key, 0.0) - prob) for key, prob in reference.items() | law.items())
+def law_gap(target, draft, gamma: int, verifier: str, k: int = 4) -> float:
+    """max |law - target's law| over the first k tokens of the text, both by enumeration."""
+    law = text_law(Verifier(verifier), target, draft, (0,), gamma, k)  # (V,) * k
+    assert abs(law.sum() - 1) < 1e-9
+    return float(np.abs(law - target_law(target, (0,), k)).max())
 
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("gamma", [1, 2, 3])
 def test_exact_enumeration_of_the_first_four_tokens_equals_the_targets_law(seed, gamma):
     target, draft = random_pair(seed)
-    law = text_law(target, draft, [0], gamma, k=4)
-    assert abs(sum(law.values()) - 1) < 1e-12
-    assert distance(law, target_text_law(target, [0], 4)) < 1e-12
+    assert law_gap(target, draft, gamma, "block") < 1e-12
 
 
 def test_verifying_with_q_one_is_exact_but_keeps_fewer_drafts():
     """q = 1 for every drafted token is a valid (deterministic-draft) verifier: exact, and wasteful."""
     for seed in range(3):
         target, draft = random_pair(seed)
-        law = text_law(target, draft, [0], 3, k=4, verifier="q = 1")
-        assert distance(law, target_text_law(target, [0], 4)) < 1e-12
+        assert law_gap(target, draft, 3, "q = 1") < 1e-12
     rng = np.random.default_rng(2)
     q, p = rng.dirichlet(np.ones(4), size=3), rng.dirichlet(np.ones(4), size=4)
     as_certain = expected_accepted(p, q, 3, lambda d, q_rows, p_rows: stop_law(d, np.eye(4)[list(d)], p_rows))
@@ -255,12 +240,7 @@ def test_verifying_with_q_one_is_exact_but_keeps_fewer_drafts():
 @pytest.mark.parametrize("mistake", MISTAKES)
 def test_the_enumeration_puts_every_mistake_off(mistake):
     """The comparison above can fail: on some pair each mistake's law of the first four tokens is off by > 1e-3."""
-    gaps = []
-    for seed in range(4):
-        target, draft = random_pair(seed)
-        law = text_law(target, draft, [0], 3, k=4, verifier=mistake)
-        assert abs(sum(law.values()) - 1) < 1e-9
-        gaps.append(distance(law, target_text_law(target, [0], 4)))
+    gaps = [law_gap(*random_pair(seed), 3, mistake) for seed in range(4)]
     assert max(gaps) > 1e-3, gaps
 
 
@@ -345,7 +325,7 @@ def exact_cells(setting: str, verifier: str, position: str) -> np.ndarray:
         if g == 0:  # an ordinary decoding step
             rounds = {(int(y),): P[context[-1], y] for y in range(V)}
         else:
-            rounds = round_law(target, draft, context, g, verifier)
+            rounds = round_law(Verifier(verifier), target, draft, tuple(context), g)
         out = {}
         for emitted, prob in rounds.items():
             for rest, prob_rest in law(list(context) + list(emitted), k - len(emitted)).items():

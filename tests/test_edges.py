@@ -10,12 +10,12 @@ import math
 
 import numpy as np
 import pytest
-from helpers import composed
 
 import specdec
 from specdec import SamplingParams, speculative_generate
 from specdec.drawing import chi_square_test, draw
 from specdec.ngram import NGramModel
+from specdec.pipeline import composed_sampling_probs
 from specdec.protocol import TokenHistory
 from specdec.speculative import propose
 from specdec.validation import check_new_tokens
@@ -99,7 +99,7 @@ def test_large_vocabularies_with_many_ties_match_the_composed_filters():
         params = SamplingParams(
             float(rng.choice([0.5, 1.0, 2.0])), int(rng.integers(1, 80)), float(rng.uniform(0.2, 0.99))
         )
-        fast, slow = specdec.sampling_probs(logits, params), composed(logits, params)
+        fast, slow = specdec.sampling_probs(logits, params), composed_sampling_probs(logits, params)
         np.testing.assert_array_equal(fast > 0, slow > 0)
         np.testing.assert_allclose(fast, slow, rtol=1e-11, atol=0)
 

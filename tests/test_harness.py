@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from specdec import LanguageModel, SamplingParams, generate, speculative_generate
+from specdec.exact import TableModel
 from specdec.gpt import GPT, expected_shapes
 from specdec.harness import (
     Prediction,
@@ -33,7 +34,6 @@ from specdec.harness import (
     text_bits,
 )
 from specdec.ngram import NGramModel
-from specdec.protocol import TokenHistory
 from specdec.speculative import SpeculativeResult
 from specdec.timing import expected_tokens, predicted_speedup
 
@@ -264,30 +264,20 @@ def test_gap_factors_multiply_to_measured_over_predicted():
 # --- quality on a table model ------------------------------------------------------------
 
 
-class TableModel:
-    """P(next | previous token) from a fixed table: a model whose every probability is known."""
-
-    def __init__(self, probs):
-        self.logits = np.log(np.asarray(probs, dtype=np.float64))  # (V, V)
-        self.vocab_size = self.logits.shape[0]
-        self.max_context, self.name = 100, "table"
-
-    def start(self):
-        return TokenHistory()  # what it has read of one text
-
-    def score(self, tokens, state):
-        tokens = [int(t) for t in np.asarray(tokens).reshape(-1)]
-        state.tokens += tokens
-        return self.logits[tokens]  # (n, V)
-
-
 TABLE = [[0.5, 0.3, 0.2], [0.1, 0.6, 0.3], [0.25, 0.25, 0.5]]
+
+
+def table_model() -> TableModel:
+    """P(next | previous token) from TABLE: a model whose every probability is known."""
+    return TableModel(np.log(TABLE), max_context=100)
+
+
 WINDOWS = np.array([[0, 1, 2, 0], [1, 1, 0, 2]])  # predictions: 0->1, 1->2, 2->0, 1->1, 1->0, 0->2
 
 
 def test_heldout_quality_at_temperature_one_by_hand():
     probs = [0.3, 0.3, 0.25, 0.6, 0.1, 0.2]
-    quality = heldout_quality(TableModel(TABLE), WINDOWS, T1)
+    quality = heldout_quality(table_model(), WINDOWS, T1)
     assert quality["heldout_tokens"] == 6
     assert quality["coverage"] == 1.0
     bits = -np.mean(np.log2(probs))
@@ -298,7 +288,7 @@ def test_heldout_quality_at_temperature_one_by_hand():
 def test_heldout_quality_with_top_p_by_hand():
     # top-p 0.55 keeps: row 0 {0, 1} -> (0.625, 0.375, 0); row 1 {1} -> (0, 1, 0), since the mass above
     # token 2 is 0.6 >= 0.55; row 2 {2 and the tied 0, 1} -> all kept (the mass above 0 and 1 is 0.5 < 0.55).
-    quality = heldout_quality(TableModel(TABLE), WINDOWS, SamplingParams(1.0, top_p=0.55))
+    quality = heldout_quality(table_model(), WINDOWS, SamplingParams(1.0, top_p=0.55))
     kept = [0.375, 0.25, 1.0]  # 0->1 kept; 1->2 dropped; 2->0 kept; 1->1 kept; 1->0 and 0->2 dropped
     assert quality["coverage"] == pytest.approx(3 / 6)
     assert quality["bits_per_token"] == pytest.approx(-np.mean(np.log2(kept)), rel=1e-12)
@@ -306,14 +296,14 @@ def test_heldout_quality_with_top_p_by_hand():
 
 
 def test_heldout_quality_greedy_is_top_one_accuracy_and_zero_bits():
-    quality = heldout_quality(TableModel(TABLE), WINDOWS, GREEDY)
+    quality = heldout_quality(table_model(), WINDOWS, GREEDY)
     assert quality["coverage"] == pytest.approx(1 / 6)  # the argmaxes are 0->0, 1->1, 2->2: only 1->1 is covered
     assert quality["bits_per_token"] == 0.0
     assert not math.copysign(1.0, quality["bits_per_token"]) < 0  # 0.0, not -0.0
 
 
 def test_heldout_quality_at_a_lower_temperature_by_hand():
-    quality = heldout_quality(TableModel(TABLE), WINDOWS, SamplingParams(0.5))
+    quality = heldout_quality(table_model(), WINDOWS, SamplingParams(0.5))
     sharpened = np.asarray(TABLE) ** 2 / (np.asarray(TABLE) ** 2).sum(axis=-1, keepdims=True)  # softmax(log p / 0.5)
     truth = [(0, 1), (1, 2), (2, 0), (1, 1), (1, 0), (0, 2)]
     expected = -np.mean([np.log2(sharpened[a, b]) for a, b in truth])
@@ -322,11 +312,11 @@ def test_heldout_quality_at_a_lower_temperature_by_hand():
 
 def test_heldout_quality_bad_windows():
     with pytest.raises(ValueError, match="windows"):
-        heldout_quality(TableModel(TABLE), np.array([0, 1, 2]), T1)
+        heldout_quality(table_model(), np.array([0, 1, 2]), T1)
 
 
 def test_text_bits_by_hand():
-    model = TableModel(TABLE)
+    model = table_model()
     bits = text_bits(model, [np.array([0]), np.array([2, 2])], [np.array([1, 1]), np.array([0])])
     # 0->1 (0.3), 1->1 (0.6); 2->0 (0.25)
     assert bits == pytest.approx(-np.mean(np.log2([0.3, 0.6, 0.25])))

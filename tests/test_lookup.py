@@ -12,12 +12,13 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from test_speculative import DRAFT_LOGITS, PROMPT, SETTINGS, TARGET_LOGITS, TableModel, expected, observed
+from test_speculative import DRAFT_LOGITS, PROMPT, SETTINGS, TARGET_LOGITS, expected, observed
 
 import specdec
 import specdec.speculative
 from specdec import PromptLookupDraft, SamplingParams, generate, load_model, sampling_probs, speculative_generate
 from specdec.drawing import chi_square_test, draw
+from specdec.exact import TableModel
 from specdec.logits import log_softmax
 from specdec.lookup import LookupState
 from specdec.speculative import propose

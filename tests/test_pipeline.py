@@ -4,7 +4,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-from helpers import composed
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -12,6 +11,7 @@ from hypothesis.extra.numpy import arrays
 import specdec
 from specdec import SamplingParams
 from specdec.drawing import chi_square_test
+from specdec.pipeline import composed_sampling_probs
 
 logit_rows = arrays(np.float64, st.integers(1, 40), elements=st.floats(-8, 8) | st.integers(-3, 3).map(float))
 params_strategy = st.builds(
@@ -25,7 +25,7 @@ params_strategy = st.builds(
 
 @given(logit_rows, params_strategy)
 def test_sampling_probs_equals_the_composition_of_the_filters(logits, params):
-    fast, slow = specdec.sampling_probs(logits, params), composed(logits, params)
+    fast, slow = specdec.sampling_probs(logits, params), composed_sampling_probs(logits, params)
     np.testing.assert_array_equal(fast > 0, slow > 0)
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-300)
 
@@ -51,7 +51,7 @@ def test_the_result_is_always_a_distribution_containing_the_argmax(logits, param
 def test_large_vocabularies_including_nuclei_past_the_first_candidates(params, rng):
     """Flat rows make nuclei of thousands of tokens: the candidate search must retry, and stay exact."""
     logits = rng.normal(scale=rng.uniform(0.05, 4, size=(12, 1)), size=(12, 5000))
-    fast, slow = specdec.sampling_probs(logits, params), composed(logits, params)
+    fast, slow = specdec.sampling_probs(logits, params), composed_sampling_probs(logits, params)
     np.testing.assert_array_equal(fast > 0, slow > 0)
     np.testing.assert_allclose(fast, slow, rtol=1e-11)
 
@@ -61,9 +61,9 @@ def test_ties_with_the_kth_logit_beyond_the_candidates():
     logits[:10] = 5.0  # 10 clear winners, then 990 tokens tied at 0
     probs = specdec.sampling_probs(logits, SamplingParams(top_k=11))
     assert (probs > 0).sum() == 1000  # every token tied with the 11th survives
-    np.testing.assert_allclose(probs, composed(logits, SamplingParams(top_k=11)), rtol=1e-12)
+    np.testing.assert_allclose(probs, composed_sampling_probs(logits, SamplingParams(top_k=11)), rtol=1e-12)
     probs = specdec.sampling_probs(logits, SamplingParams(top_k=11, top_p=0.5))
-    np.testing.assert_allclose(probs, composed(logits, SamplingParams(top_k=11, top_p=0.5)), rtol=1e-12)
+    np.testing.assert_allclose(probs, composed_sampling_probs(logits, SamplingParams(top_k=11, top_p=0.5)), rtol=1e-12)
 
 
 def test_top_p_acts_on_the_distribution_renormalised_after_top_k():

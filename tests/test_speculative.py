@@ -29,7 +29,8 @@ from threadpoolctl import threadpool_limits
 import specdec.speculative
 from specdec import SamplingParams, SpeculativeResult, generate, load_model, sampling_probs, speculative_generate
 from specdec.drawing import chi_square_test, draw
-from specdec.protocol import TokenHistory
+from specdec.exact import Rule, TableModel, bigram
+from specdec.exact import round_law as oracle_round_law
 from specdec.tokenizer import CharTokenizer
 from specdec.verify import residual_distribution, speculative_verify, verify_drawn
 
@@ -39,31 +40,6 @@ import corpus  # noqa: E402
 
 ALPHA = 1e-3  # the exact algorithm must not be rejected at this level (seeds are fixed: a deterministic verdict)
 REJECT = 1e-6  # every shortcut must be rejected at this level by the very same test
-
-
-class TableModel:
-    """A bigram "language model": the next-token logits depend only on the last token seen.
-
-    It has the interface speculative_generate needs (name, vocab_size, max_context, start,
-    score(tokens, state); its states have length and rollback), and scoring is a table lookup,
-    so thousands of generations per second are possible. `calls` counts score calls.
-    """
-
-    def __init__(self, logits, name: str, max_context: int = 64):
-        self.logits = np.asarray(logits, dtype=np.float64)  # (V, V): row = previous token
-        self.name, self.vocab_size, self.max_context = name, self.logits.shape[1], max_context
-        self.calls = 0
-
-    def start(self) -> TokenHistory:
-        return TokenHistory()  # what it has read of one text: the tokens seen
-
-    def score(self, tokens, state: TokenHistory) -> np.ndarray:
-        tokens = np.asarray(tokens, dtype=np.int64).reshape(-1).tolist()
-        if not tokens or state.length + len(tokens) > self.max_context:
-            raise ValueError(f"{self.name}: cannot score {len(tokens)} tokens after {state.length}")
-        state.tokens += tokens
-        self.calls += 1
-        return self.logits[tokens]  # (n, V)
 
 
 # The toy pair used by the statistical tests (vocabulary 5, the prompt is the single token 0). The
@@ -335,7 +311,15 @@ END_TO_END_CONTROLS = [
 ]
 
 
-# --- exact enumeration of the algorithm's law ---------------------------------------------------
+# --- exact enumeration of the algorithm's law: the one independent oracle --------------------------
+#
+# The course's oracle is specdec.exact (notebook 09): rules, the walk over drafted blocks, the chaining
+# of rounds. The walk below is written independently, on purpose, and is the only other one in the
+# tree: it follows a round the way the algorithm runs (draft, test, go on or stop), recursively, and
+# tracks the single uniform of "reuse one uniform" as an interval, where specdec.exact enumerates
+# drafted blocks and multiplies acceptance laws. A mistake shared by the course's oracle and the
+# library (a wrong residual, a bonus from the wrong row) would pass every test that uses the oracle;
+# test_the_independent_walk_agrees_with_the_courses_oracle checks the two against each other.
 
 
 def round_law(P, Q, context: int, g: int, shortcut: str = "exact") -> dict:
@@ -459,6 +443,38 @@ def test_the_enumeration_can_tell_the_shortcuts_apart():
     # with gamma = 2 the bonus is the third token: there the off-by-one bonus shows
     joint = joint_of_first_tokens(sequence_law(P, Q, 0, gamma=2, k=3, shortcut="bonus from p[gamma - 1]"), 3, 3)
     assert np.abs(joint - autoregressive_law(P, 0, 3)).max() > 1e-3
+
+
+# The shortcuts the course's oracle also knows, as its Rule fields (specdec.exact.RULES). Its "re-draft
+# until accepted" drafts every position from norm(min(p, q)); this file's emits one such token at the
+# first rejection and stops: two different mistakes, so they are not compared.
+ORACLE_RULES = {
+    "exact": Rule(),
+    "always accept": Rule(uniforms="none"),
+    "reuse one uniform": Rule(uniforms="shared"),
+    "fall back to p": Rule(on_reject="p"),
+    "argmax draft, softmax q": Rule(draft="argmax"),
+    "bonus from p[gamma - 1]": Rule(bonus_row=-1),
+}
+
+
+@pytest.mark.parametrize("shortcut", ORACLE_RULES)
+@pytest.mark.parametrize("case", TINY_CASES)
+def test_the_independent_walk_agrees_with_the_courses_oracle(case, shortcut):
+    """specdec.exact.round_law and this file's round_law, written apart, give the same law of a round."""
+    P, Q = TINY_CASES[case]
+    for context in range(3):
+        for gamma in (1, 2, 3):
+            walked = defaultdict(float)
+            for (tokens, _), prob in round_law(P, Q, context, gamma, shortcut).items():
+                walked[tokens] += prob
+            oracle = oracle_round_law(ORACLE_RULES[shortcut], bigram(P), bigram(Q), (context,), gamma)
+            for tokens in set(walked) | set(oracle):
+                assert walked.get(tokens, 0.0) == pytest.approx(oracle.get(tokens, 0.0), abs=1e-12), (
+                    context,
+                    gamma,
+                    tokens,
+                )
 
 
 @cache

@@ -4,10 +4,11 @@ import threading
 
 import numpy as np
 import pytest
-from test_speculative import DRAFT_LOGITS, TARGET_LOGITS, TableModel
+from test_speculative import DRAFT_LOGITS, TARGET_LOGITS
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from specdec import SamplingParams, generate, speculative_generate
+from specdec.exact import TableModel
 from specdec.threads import describe_machine, generation_blas_threads, set_generation_blas_threads
 
 
