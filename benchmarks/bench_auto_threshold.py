@@ -98,8 +98,8 @@ def main() -> None:
             rows.append((f"gamma = {gamma}", row))
         for name, row in rows:
             print(
-                f"{label(params):8} {name:>18} {row['tokens_per_call']:8.2f} {row['alpha']:6.3f}"
-                f" {row['drafted'] / row['target_calls']:12.2f} {row['speedup']:7.2f}x"
+                f"{label(params):8} {name:>18} {row.tokens_per_call:8.2f} {row.alpha:6.3f}"
+                f" {row.drafted / row.target_calls:12.2f} {row.speedup:7.2f}x"
             )
     print()
     print("load average after (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))

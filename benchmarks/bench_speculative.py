@@ -15,7 +15,7 @@ values and "auto".
 The prediction is notebook 07's cost model, E[tokens] / (gamma * c + f(gamma + 1)), for whole runs
 with the prompt counted once (`predict` with `prompt` and `new_tokens`; for "auto", whose rounds
 differ, the same model summed over the rounds as they happened: `predict_from_rounds`). Every input
-is measured inside the runs it predicts (notebook 10, section 6): alpha; the unit, one plain step;
+is measured inside the runs it predicts (notebook 10, section 3): alpha; the unit, one plain step;
 c, the draft's turn per drafted token; f(n), the target's turn of n tokens (its call, sampling its
 n rows, the verification); the prompt's first step. Each row prints its own.
 
@@ -55,11 +55,14 @@ import specdec  # noqa: E402
 from specdec import SamplingParams  # noqa: E402
 from specdec.harness import (  # noqa: E402
     LOOP_FRACTION,
+    PARTS,
+    Summary,
     gap_factors,
     heldout_prompts,
     label,
     predict,
     predict_from_rounds,
+    repetition,
     round_breakdown,
     seed_for,
     side_by_side,
@@ -77,7 +80,7 @@ SETTINGS = [
 TARGETS = {"greedy": (5.0, 2.5), "T=1": (3.1, 1.75)}  # at the library's defaults: tokens per target call, speed-up
 
 
-def calls_only(row: dict) -> float:
+def calls_only(row: Summary) -> float:
     """What a row's rounds would give if only the models' calls took time: a bound on its speed-up.
 
     Tokens per target call over the mean round's calls, sum over rounds of ((n - 1) c + f_call(n)) /
@@ -86,10 +89,10 @@ def calls_only(row: dict) -> float:
     Sampling the target's rows, verifying, the loop and the prompt cost nothing, while plain decoding
     keeps its real cost: no verification rule or bookkeeping can beat it with these calls.
     """
-    costs = row["costs"]
-    rounds = costs["rounds"]  # {n: how many rounds scored n tokens}
-    calls = math.fsum(k * ((n - 1) * costs["c"] + costs["f_call"][n]) for n, k in rounds.items())
-    return row["tokens_per_call"] / (calls / sum(rounds.values()))
+    costs = row.costs
+    rounds = costs.rounds  # {n: how many rounds scored n tokens}
+    calls = math.fsum(k * ((n - 1) * costs.c + costs.f_call[n]) for n, k in rounds.items())
+    return row.tokens_per_call / (calls / sum(rounds.values()))
 
 
 def gamma_argument(text: str) -> int | str:
@@ -159,13 +162,13 @@ def main() -> None:
     )
     for name, rows in results.items():
         for row in rows:
-            costs = row["costs"]
-            f = " ".join(f"f({n}) {value:.2f}" for n, value in costs["f"].items() if costs["rounds"][n] >= 5)
+            costs = row.costs
+            f = " ".join(f"f({n}) {value:.2f}" for n, value in costs.f.items() if costs.rounds[n] >= 5)
             print(
-                f"  {name:16} {row['gamma']!s:>5}: unit {1e6 * costs['unit']:.0f} µs, c {costs['c']:.3f}, "
-                f"prompt {costs['prompt']:.1f}; {f}"
+                f"  {name:16} {row.gamma!s:>5}: unit {1e6 * costs.unit:.0f} µs, c {costs.c:.3f}, "
+                f"prompt {costs.prompt:.1f}; {f}"
             )
-        fixed = {row["gamma"] + 1: row["costs"]["f"][row["gamma"] + 1] for row in rows if row["gamma"] != "auto"}
+        fixed = {row.gamma + 1: row.costs.f[row.gamma + 1] for row in rows if row.gamma != "auto"}
         if f_dips(fixed):
             print(f"  {name:16} f(gamma + 1) across the rows falls at n = {f_dips(fixed)} (kernel switch, or load)")
     print()
@@ -175,40 +178,42 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
-    best = {}
+    best, gaps = {}, {}  # gaps: {setting: (measured - predicted) / predicted of each row}
     for name, rows in results.items():
+        predictions, gaps[name] = [], []
         for row in rows:
-            costs = row["costs"]
-            c = costs["c"]
-            if row["gamma"] == "auto":
-                prediction = predict_from_rounds(row["speculative"], c, costs["f"], costs["prompt"])
+            costs = row.costs
+            c = costs.c
+            if row.gamma == "auto":
+                prediction = predict_from_rounds(row.speculative, c, costs.f, costs.prompt)
                 f_column = "-"
             else:
-                gamma = row["gamma"]
-                prediction = predict(row["alpha"], gamma, c, costs["f"], costs["prompt"], args.max_new_tokens)
-                f_column = f"{costs['f'][gamma + 1]:.2f}"
-            row["prediction"] = prediction
-            gap = (row["speedup"] - prediction.speedup) / prediction.speedup
-            row["gap"] = gap  # kept for the targets and the within-10% count below
+                gamma = row.gamma
+                prediction = predict(row.alpha, gamma, c, costs.f, costs.prompt, args.max_new_tokens)
+                f_column = f"{costs.f[gamma + 1]:.2f}"
+            predictions.append(prediction)
+            gap = (row.speedup - prediction.speedup) / prediction.speedup
+            gaps[name].append(gap)  # kept for the targets and the within-10% count below
             print(
-                f"{name:16} {row['gamma']!s:>5} {row['plain_tokens_per_second']:11.0f} "
-                f"{row['speculative_tokens_per_second']:10.0f} {row['speedup']:7.2f}x {row['tokens_per_call']:8.2f}"
-                f" {row['alpha']:6.3f} {c:6.3f} {f_column:>6} {prediction.speedup:8.2f}x"
+                f"{name:16} {row.gamma!s:>5} {row.plain_tokens_per_second:11.0f} "
+                f"{row.speculative_tokens_per_second:10.0f} {row.speedup:7.2f}x {row.tokens_per_call:8.2f}"
+                f" {row.alpha:6.3f} {c:6.3f} {f_column:>6} {prediction.speedup:8.2f}x"
                 f" {gap:+15.1%}"
             )
-        best[name] = max(rows, key=lambda row: row["speedup"])
-        predicted_best = max(rows, key=lambda row: row["prediction"].speedup)
+        best[name] = max(rows, key=lambda row: row.speedup)
+        predicted_best, prediction = max(zip(rows, predictions, strict=True), key=lambda pair: pair[1].speedup)
         print(
-            f"{'':16} best gamma: measured {best[name]['gamma']} ({best[name]['speedup']:.2f}x), "
-            f"predicted {predicted_best['gamma']} ({predicted_best['prediction'].speedup:.2f}x)"
+            f"{'':16} best gamma: measured {best[name].gamma} ({best[name].speedup:.2f}x), "
+            f"predicted {predicted_best.gamma} ({prediction.speedup:.2f}x)"
         )
         if name == "greedy":
-            print(f"{'':16} greedy outputs identical to plain decoding: {all(r['identical_outputs'] for r in rows)}")
+            print(f"{'':16} greedy outputs identical to plain decoding: {all(r.identical_outputs for r in rows)}")
         row = best[name]  # how much of it is repetition: outputs with most of their 9-token windows seen before
+        loops = repetition(row)
         print(
-            f"{'':16} at gamma {row['gamma']}: {row['looping']} of {len(row['repeated'])} outputs loop "
-            f"(repeated fraction > {LOOP_FRACTION}; median {np.median(row['repeated']):.2f}); the others: "
-            f"tokens per call {row['tokens_per_call_not_looping']:.2f}, speed-up {row['speedup_not_looping']:.2f}x"
+            f"{'':16} at gamma {row.gamma}: {loops.looping} of {len(loops.repeated)} outputs loop "
+            f"(repeated fraction > {LOOP_FRACTION}; median {np.median(loops.repeated):.2f}); the others: "
+            f"tokens per call {loops.tokens_per_call_not_looping:.2f}, speed-up {loops.speedup_not_looping:.2f}x"
         )
 
     print()
@@ -218,61 +223,62 @@ def main() -> None:
         name = label(params)
         row = best[name]
         split = round_breakdown(
-            target, draft, prompts, args.max_new_tokens, params, row["gamma"], seed=args.seed, verify=args.verify
+            target, draft, prompts, args.max_new_tokens, params, row.gamma, seed=args.seed, verify=args.verify
         )
-        costs = row["costs"]
-        if row["gamma"] == "auto":
-            per_token = predict_from_rounds(row["speculative"], costs["c"], costs["f"])  # prompt as one step
+        costs = row.costs
+        if row.gamma == "auto":
+            per_token = predict_from_rounds(row.speculative, costs.c, costs.f)  # prompt as one step
         else:
-            per_token = predict(row["alpha"], row["gamma"], costs["c"], costs["f"])
-        factors = gap_factors(row, per_token, costs["unit"])
-        per_round = split["tokens"]["speculative"] / split["target_calls"]["speculative"]
-        plain = ", ".join(f"{part} {1e6 * seconds:.0f}" for part, seconds in split["plain"].items() if part != "draft")
-        spec = split["speculative"]
-        rounds = ", ".join(f"{part} {1e6 * per_round * seconds:.0f}" for part, seconds in spec.items())
+            per_token = predict(row.alpha, row.gamma, costs.c, costs.f)
+        factors = gap_factors(row, per_token, costs.unit)
+        spec = split.speculative
+        per_round = spec.tokens / spec.target_calls
+        plain = ", ".join(f"{part} {1e6 * getattr(split.plain, part):.0f}" for part in PARTS if part != "draft")
+        rounds = ", ".join(f"{part} {1e6 * per_round * getattr(spec, part):.0f}" for part in PARTS)
         print(
-            f"  {name:16} gamma {row['gamma']}: plain {1e6 * sum(split['plain'].values()):.0f} per token ({plain});"
-            f" speculative {1e6 * sum(spec.values()):.0f} per token, {1e6 * per_round * sum(spec.values()):.0f}"
+            f"  {name:16} gamma {row.gamma}: plain {1e6 * split.plain.total:.0f} per token ({plain});"
+            f" speculative {1e6 * spec.total:.0f} per token, {1e6 * per_round * spec.total:.0f}"
             f" per round ({rounds})"
         )
         print(
-            f"  {'':16} factors: tokens {factors['tokens']:.3f} x plain {factors['plain']:.3f} x round "
-            f"{factors['round']:.3f} = {factors['measured_over_predicted']:.3f}"
+            f"  {'':16} factors: tokens {factors.tokens:.3f} x plain {factors.plain:.3f} x round "
+            f"{factors.round:.3f} = {factors.measured_over_predicted:.3f}"
         )
 
     print()
     print('Targets (course design: bundled pair, same engine, library defaults, i.e. gamma="auto"):')
     for name, (calls_target, speed_target) in TARGETS.items():
-        row = next((r for r in results[name] if r["gamma"] == "auto"), None)
-        if row is None:
+        auto = [i for i, r in enumerate(results[name]) if r.gamma == "auto"]
+        if not auto:
             print(f"  {name}: not measured (add auto to --gammas)")
             continue
-        gap = row["gap"]
+        row, gap = results[name][auto[0]], gaps[name][auto[0]]
         print(
-            f"  {name:6} tokens per call {row['tokens_per_call']:.2f} (target {calls_target}: "
-            f"{'met' if row['tokens_per_call'] >= calls_target else 'MISSED'}); speed-up {row['speedup']:.2f}x "
-            f"(target {speed_target}x: {'met' if row['speedup'] >= speed_target else 'MISSED'}); "
+            f"  {name:6} tokens per call {row.tokens_per_call:.2f} (target {calls_target}: "
+            f"{'met' if row.tokens_per_call >= calls_target else 'MISSED'}); speed-up {row.speedup:.2f}x "
+            f"(target {speed_target}x: {'met' if row.speedup >= speed_target else 'MISSED'}); "
             f"{gap:+.1%} from the prediction ({'within' if abs(gap) <= 0.10 else 'NOT within'} 10%); "
-            f"plain decoding {row['plain_tokens_per_second']:.0f} tokens/s"
+            f"plain decoding {row.plain_tokens_per_second:.0f} tokens/s"
         )
+        loops = repetition(row)
         print(
-            f"  {'':6} without the {row['looping']} of {len(row['repeated'])} outputs that loop: tokens per call "
-            f"{row['tokens_per_call_not_looping']:.2f}, speed-up {row['speedup_not_looping']:.2f}x"
+            f"  {'':6} without the {loops.looping} of {len(loops.repeated)} outputs that loop: tokens per call "
+            f"{loops.tokens_per_call_not_looping:.2f}, speed-up {loops.speedup_not_looping:.2f}x"
         )
         bound = max(results[name], key=calls_only)
         at_most = calls_only(bound)
         print(
-            f"  {'':6} calls only: at most {at_most:.2f}x (gamma {bound['gamma']}, the best row; "
+            f"  {'':6} calls only: at most {at_most:.2f}x (gamma {bound.gamma}, the best row; "
             f"target {speed_target}x: {'within reach' if at_most >= speed_target else 'OUT OF REACH'})"
             " if sampling, verification, the loop and the prompt cost nothing"
         )
-    within = [abs(row["gap"]) <= 0.10 for rows in results.values() for row in rows]
+    within = [abs(gap) <= 0.10 for setting in gaps.values() for gap in setting]
     print(f"  measured within 10% of predicted: {sum(within)} of {len(within)} rows")
     print("load average after (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print(f"total time: {time.perf_counter() - started:.0f} s")
 
     if args.profile:
-        params, gamma = SETTINGS[1], best["T=1"]["gamma"]
+        params, gamma = SETTINGS[1], best["T=1"].gamma
         profiler = cProfile.Profile()
         with generation_threads():
             profiler.enable()

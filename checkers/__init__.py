@@ -32,12 +32,30 @@ import numpy as np
 NOT_ATTEMPTED = "not attempted yet: replace `raise NotImplementedError` with your code and run the cell again"
 
 
-def show(value) -> str:
-    """A short, stable text for a value in a counterexample."""
-    with np.printoptions(precision=6, suppress=True, threshold=20):
-        if isinstance(value, tuple):
-            return "(" + ", ".join(show(v) for v in value) + ")"
-        return repr(value) if not isinstance(value, np.ndarray) else np.array2string(value, separator=", ")
+def show(value, digits: int = 6) -> str:
+    """A value for a message, on one line: an array's rows side by side, no padding, long rows cut short
+    (at most 20 entries: the first and last three of each axis), floats to `digits` significant places."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(show(v, digits) for v in value) + ")"
+    if not isinstance(value, np.ndarray):
+        return " ".join(repr(value).split())
+
+    def number(v) -> str:
+        if not np.isfinite(v):
+            return repr(float(v))
+        if v != 0 and not 1e-4 <= abs(float(v)) < 1e16:  # 1e-12 must not print as 0., nor 1e300 as 301 digits
+            return np.format_float_scientific(v, precision=digits, unique=True, trim=".")
+        return np.format_float_positional(v, precision=digits, unique=True, trim=".")
+
+    text = np.array2string(
+        value,
+        separator=", ",
+        threshold=20,
+        edgeitems=3,
+        max_line_width=10**6,
+        formatter={"float_kind": number, "bool": str},
+    )
+    return " ".join(text.split())
 
 
 def verdict(name: str, failure: str | None, n_cases: int) -> bool:
@@ -200,14 +218,20 @@ def attempt(
 ) -> Attempt:
     """Call fn(*args) on copies of the arguments and apply the policy; return the result or the failure.
 
-    Checked, in this order: not attempted, a call to a refused function (`refused`, see `watching`;
-    the message says it calls it and `why`, a sentence or a function of the name called), an
-    exception, an input changed in place, a draw from
-    numpy's global random state. With an `rng` among the arguments: `replay` calls fn again with a
+    Checked, in this order: the package's refused function itself passed as fn, not attempted, a
+    call to a refused function (`refused`, see `watching`; the message says it calls it and `why`, a
+    sentence or a function of the name called), an exception, an input changed in place, a draw
+    from numpy's global random state. With an `rng` among the arguments: `replay` calls fn again with a
     generator in the same state and must get the same result (else it draws from a generator of its
     own); `must_draw` requires the given rng to have been used. `in_place` says how to avoid the
     in-place change this exercise invites; `quiet_callers`: see `watching`.
     """
+    # The package's reference itself, not a function that calls it (a learner's own function may
+    # share the reference's name: only the package's object is refused this way).
+    passed = next((name for name, objects in (refused or {}).items() if any(fn is obj for obj in objects)), None)
+    if passed is not None and getattr(fn, "__module__", "").startswith("specdec"):
+        reason = why(passed) if callable(why) else why
+        return Attempt(failure=f"you passed the package's {passed} itself: {reason}")
     inputs = copied(args)
     generators = [arg for arg in args if isinstance(arg, np.random.Generator)]
     states = [rng.bit_generator.state for rng in generators]
@@ -229,10 +253,10 @@ def attempt(
     names = argument_names(fn, len(args))
     for name, original, after in zip(names, args, inputs, strict=True):
         if isinstance(original, (np.ndarray, list)) and not same(original, after):
+            was, now = show(original), show(np.asarray(after) if isinstance(after, list) else after)
             return Attempt(
-                failure=f"your function changed its input `{name}` in place: it was {show(original)} and is now"
-                f" {show(np.asarray(after) if isinstance(after, list) else after)}. The caller still needs it:"
-                f" {in_place}"
+                failure=f"your function changed its input `{name}` in place: it was {was} and is now {now}"
+                f"{last_digits(original, after) if was == now else ''}. The caller still needs it: {in_place}"
             )
     if global_random_state() != before:
         return Attempt(
@@ -257,6 +281,18 @@ def attempt(
     return Attempt(result=result, inputs=inputs, rng_used=rng_used)
 
 
+def last_digits(original, after) -> str:
+    """Where two arrays that print alike differ: the first changed entry, with every digit."""
+    a, b = np.asarray(original).reshape(-1), np.asarray(after).reshape(-1)
+    if a.shape != b.shape:
+        return f" (its shape changed from {np.shape(original)} to {np.shape(after)})"
+    changed = np.flatnonzero(~((a == b) | ((a != a) & (b != b))))  # NaN equals NaN here
+    if not changed.size:
+        return ""
+    i = int(changed[0])
+    return f" (entry {i} was {a[i].item()!r} and is now {b[i].item()!r}: a change in the last digits)"
+
+
 def twin_of(arg, generators: list, states: list):
     """The argument itself, or for one of the checker's generators a new one in its state before the call."""
     for rng, state in zip(generators, states, strict=True):
@@ -268,8 +304,21 @@ def twin_of(arg, generators: list, states: list):
 
 
 def located(failure: str, where: str) -> str:
-    """A failure with the input it happened on: the diagnosis first, the input (its arrays) after."""
-    return failure if failure == NOT_ATTEMPTED else f"{failure} ({where})"
+    """A failure with the input it happened on: the diagnosis first, the input (its arrays) after.
+
+    An exception's text from `attempt` already names its input; `where` replaces it, so the input is
+    never shown twice.
+    """
+    if failure == NOT_ATTEMPTED:
+        return failure
+    return f"{without_input(failure)} ({where})"
+
+
+def without_input(failure: str) -> str:
+    """An exception's text from `attempt` without the input it names (the checker names it, after the diagnosis)."""
+    if failure.startswith("raised ") and " for input " in failure:
+        return failure[: failure.rindex(" for input ")]
+    return failure
 
 
 def call(fn: Callable, args: tuple, **policy):

@@ -32,8 +32,12 @@ NORMALISE_CASES = [
 ]
 
 
-def problem(got, expected) -> str | None:
-    """None when got is right; else what is wrong, in words where the printed numbers would look alike."""
+def problem(got, expected, weights) -> str | None:
+    """None when got is right; else what is wrong, in words where the printed numbers would look alike.
+
+    Two batch mistakes are named: one sum for the whole array, and a row sum without keepdims=True,
+    whose shape (...,) numpy lines up with the last axis (each column divided by another row's sum).
+    """
     if close(got, expected):
         return None
     dtype = getattr(got, "dtype", None)
@@ -42,8 +46,39 @@ def problem(got, expected) -> str | None:
         return f"the values are right to {dtype} precision, but float64 is asked (do the division in float64)"
     if np.shape(got) != np.shape(expected):
         return f"the result has shape {np.shape(got)}, but the input's shape {np.shape(expected)} is asked"
+    sums = np.asarray(got, dtype=np.float64).sum(axis=-1)  # (...,) each row's total
+    if np.ndim(got) > 1 and not np.allclose(sums, 1.0):
+        row = tuple(int(i) for i in np.argwhere(~np.isclose(sums, 1.0))[0])
+        where = f"row {row[0] if len(row) == 1 else row} sums to {float(sums[row]):.6g}"
+        if np.isclose(sums.sum(), 1.0):
+            return f"each row must sum to 1, not the whole array: {where}; divide each row by its own sum"
+        mistaken = without_keepdims(weights)  # (..., V), or None where it does not broadcast
+        if mistaken is not None and close(got, mistaken):
+            return (
+                f"{where}, not 1: a sum without keepdims=True has shape {sums.shape}, which numpy lines up with the"
+                " last axis, so column j is divided by row j's sum"
+            )
     gap = np.max(np.abs(np.asarray(got, dtype=np.float64) - expected)) if np.ndim(got) == np.ndim(expected) else None
     return f"the values differ (largest difference {gap:.2g})" if gap is not None else "the values differ"
+
+
+def without_keepdims(weights) -> np.ndarray | None:
+    """What `weights / weights.sum(axis=-1)` gives (a square batch broadcasts it silently), or None if it fails."""
+    weights = np.asarray(weights, dtype=np.float64)  # (..., V)
+    try:
+        return weights / weights.sum(axis=-1)  # (..., V) only when the row sums' shape lines up with the last axis
+    except ValueError:
+        return None
+
+
+def broadcast_problem(error: str) -> str:
+    """A broadcasting error from the learner's code, with the likeliest cause said first."""
+    if "could not be broadcast" not in error:
+        return error
+    return (
+        "a sum without keepdims=True has one value per row, a shape that numpy lines up with the last axis, not"
+        f" with the rows (keepdims=True keeps the summed axis, as length 1); your function {error}"
+    )
 
 
 def check_normalise(fn) -> bool:
@@ -51,9 +86,9 @@ def check_normalise(fn) -> bool:
     for args in NORMALISE_CASES:
         got, error = call(fn, args)
         if error is not None:
-            return verdict("normalise", error, len(NORMALISE_CASES))
+            return verdict("normalise", broadcast_problem(error), len(NORMALISE_CASES))
         expected = reference_normalise(*args)
-        wrong = result_problem(got, expected, "probabilities") or problem(got, expected)
+        wrong = result_problem(got, expected, "probabilities") or problem(got, expected, *args)
         if wrong is not None:
             where = f"for input {show(args)} expected {show(expected)}, got {show(got)}"
             return verdict("normalise", located(wrong, where), len(NORMALISE_CASES))

@@ -5,7 +5,7 @@ import numpy as np
 import specdec
 import specdec.logits
 import specdec.validation
-from checkers import attempt, namesakes, result_problem, show, verdict
+from checkers import attempt, located, namesakes, result_problem, show, verdict
 from specdec.logits import log_softmax, softmax
 
 INF = np.inf
@@ -27,6 +27,8 @@ def close(got, expected, tolerance: str = "loose") -> bool:
 
 def show_difference(got, expected) -> tuple[str, str, str]:
     """expected and got as text; with more digits, and the gap, when 6 decimals would print them alike."""
+    if isinstance(got, np.generic):
+        got = np.asarray(got)  # np.float64(nan) prints as nan
     try:
         values = np.asarray(got, dtype=np.float64)
     except (TypeError, ValueError):
@@ -54,48 +56,308 @@ def attempt_on(fn, args: tuple, refused: dict) -> tuple[object, str | None]:
 
     An overflow in (x - m) / T at a subnormal T is right (exp then gives 0), so numpy's warning is
     silenced; a function that changes the caller's array, or calls a refused package function, is
-    refused by name.
+    refused by name. An exception is said without its input (the caller places the input after it).
     """
     with np.errstate(over="ignore"):
         outcome = attempt(fn, args, refused=refused, why=NUMPY_ONLY)
     if outcome.failure is not None and outcome.failure.startswith("raised"):
-        return None, outcome.failure.replace(f"for input {show(args)}", f"for input {describe(args)}")
+        return None, outcome.failure.removesuffix(f" for input {show(args)}")
     return outcome.result, outcome.failure
 
 
 NUMPY_ONLY = "a function of the package, and this exercise asks for numpy, without the package's functions"
 
 
-def first_wrong(fn, cases, expected, *, what: str, float64: bool, refused: dict, per: str = "token") -> str | None:
+def first_wrong(
+    fn, cases, expected, *, what: str, float64: bool, refused: dict, per: str = "token", validates: bool = False
+) -> str | None:
     """The first case where fn disagrees with the expected answer, diagnosis first; None when all agree.
 
     `expected` holds the reference's answers, computed before the check. A list for an array, a dtype
-    other than float64 (when float64=True) or a shape other than the input's is said first, in words;
-    then the values, with more digits when 6 decimals would print them alike, and "close, but not to
-    float64 precision" when float32 arithmetic is the only problem. `per` says what one value is
-    (one probability per token; one entropy per row).
+    other than float64 (when float64=True) or a shape other than the reference's is said first, in
+    words; then the values: the likeliest mistake when the result is what that mistake gives (see
+    `mistake`), which rows of a batch are wrong, and more digits when 6 decimals would print them
+    alike. `per` says what one value is (one probability per token; one entropy per row).
+    `validates`: the exercise refuses bad input, so a ValueError on a valid case is named as such.
     """
     for args, answer in zip(cases, expected, strict=True):
         got, error = attempt_on(fn, args, refused)
-        if error is not None:
-            return error
         where = f"for input {describe(args)}"
+        if error is not None:
+            if not error.startswith("raised"):
+                return error  # a policy failure (an input changed in place, a call to the package): said already
+            return located(raised_problem(error, args, validates), where)
         asked = answer
         if not float64 and isinstance(got, (np.ndarray, np.generic)) and got.dtype.kind == "f":
             asked = answer.astype(got.dtype)  # any float dtype will do here
-        kind = result_problem(got, asked, what)
-        if kind is not None and "shape" in kind:
-            return f"{kind}, {where}: one value per {per} (the input has shape {np.shape(args[0])})"
+        kind = result_problem(got, asked, what, shape=False)
+        if kind is None and np.shape(got) != answer.shape:
+            return located(shape_problem(np.shape(got), answer.shape, np.shape(args[0]), what, per), where)
         if not close(got, answer, "float64" if float64 else "loose"):
             shown_answer, shown_got, gap = show_difference(got, answer)
-            note = ""
-            if float64 and kind is None and close(got, answer, "loose"):
-                note = " (close, but not to float64 precision, as float32 arithmetic gives: compute in float64)"
-            lead = f"{kind}. And " if kind is not None else ""
-            return f"{lead}{where} expected {shown_answer}, got {shown_got}{gap}{note}"
+            wrong = value_problem(got, answer, what, float64, per)
+            if per == "token" and "float64 precision" not in wrong:
+                wrong = mistake(args, got, answer, log=what.startswith("log")) or wrong
+                rows = rows_said(got, answer)
+                wrong = f"{wrong}. {rows[0].upper()}{rows[1:]}" if rows else wrong
+            if kind is not None:  # the dtype first; the values' problem after, unless float32 digits are all it is
+                wrong = kind if "float64 precision" in wrong else f"{kind}; and {wrong.replace('your function', 'it')}"
+            return located(wrong, f"{where} expected {shown_answer}, got {shown_got}{gap}")
         if kind is not None:
-            return f"{kind} (the values are right, only that is not), {where}"
+            said = "values are right" in kind  # result_problem may have said so already
+            return located(kind if said else f"{kind}; the values themselves are right", where)
     return None
+
+
+def shape_problem(got: tuple, asked: tuple, given: tuple, what: str, per: str) -> str:
+    """What a result of the wrong shape says about the code that made it, the mistake named first.
+
+    For one value per row (an entropy): a single number for a batch means everything was summed
+    together (a sum without axis=-1, or a mask such as p[p > 0] that flattens the rows); the input's
+    shape without its first axis means a sum over axis 0.
+    """
+    shapes = f"it returned shape {got} for an input of shape {given}, where shape {asked} is asked"
+    if per == "row" and got == () and asked != ():
+        return (
+            "your function summed over the whole array, all the rows together (a `.sum()` without `axis=-1`, or a"
+            " mask such as `p[p > 0]`, which flattens the rows into one list): one entropy per row is asked, so"
+            f" keep the rows apart and sum over the last axis only; {shapes}"
+        )
+    if per == "row" and len(given) >= 2 and got == given[1:]:
+        return (
+            "your function summed over the first axis (axis=0, across the rows), not over each row: one entropy"
+            f" per row is asked, so sum over the last axis, axis=-1; {shapes}"
+        )
+    if per == "row" and got == given:
+        return (
+            "your function returned one value per probability: one entropy per row is asked, so sum the terms"
+            f" over the last axis; {shapes}"
+        )
+    return (
+        f"your function returned {what} of shape {got} where shape {asked} is asked: one value per {per}"
+        f" (the input has shape {given})"
+    )
+
+
+def value_problem(got, answer: np.ndarray, what: str, float64: bool, per: str) -> str:
+    """What is wrong with the values, in words: NaN, -inf where the answer is finite, float32 digits, nats, a sign."""
+    try:
+        values = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return f"wrong {what}"
+    if np.isnan(values).any() and not np.isnan(answer).any():
+        return f"your function returned NaN where the {what} are all numbers"
+    if values.shape == answer.shape and ((values == -INF) & np.isfinite(answer)).any():
+        return f"your function returned -inf where the right {what} are finite numbers"
+    if float64 and close(got, answer, "loose"):
+        return "close, but not to float64 precision, as float32 arithmetic gives: compute in float64"
+    if per == "row" and answer.any() and close(got, answer * np.log(2)):
+        return "these are entropies in nats (natural logarithm): bits are asked, so take np.log2"
+    if per == "row" and answer.any() and close(got, -answer):
+        return "the sign is flipped: the entropy is minus the sum of p log2 p, never negative"
+    return f"wrong {what}"
+
+
+# --- what a wrong result says about the code that made it ----------------------------------------
+
+
+def raised_problem(error: str, args: tuple, validates: bool) -> str:
+    """An exception on a valid input, with its likeliest cause first: a missing keepdims, or a refused valid input."""
+    x, error = np.asarray(args[0]), error.rstrip()  # numpy's broadcasting message ends with a space
+    if "could not be broadcast" in error and x.ndim >= 2:
+        rows = x.shape[:-1]
+        return (
+            f"a row maximum or sum without keepdims=True has one value per row, shape {rows}, which numpy lines up"
+            f" with the last axis (the tokens), not with the rows: keep the axis, x.max(axis=-1, keepdims=True) has"
+            f" shape {rows + (1,)}; your function {error}"
+        )
+    if validates and error.startswith("raised ValueError"):
+        return f"your function refused a valid input: {why_valid(args)}; {REFUSED_ONLY} (it {error})"
+    return error
+
+
+REFUSED_ONLY = "only NaN, +inf and rows entirely -inf are refused, and a negative, NaN or infinite temperature"
+
+
+def why_valid(args: tuple) -> str:
+    """Why a valid case of fixed_softmax is valid, in the words of the statement."""
+    x, temperature = np.asarray(args[0]), args[1]
+    if (x == -INF).any():
+        return "-inf logits are allowed (probability 0)"
+    if temperature == 0:
+        return "T = 0 is allowed (greedy)"
+    if x.dtype != np.float64:
+        return f"{x.dtype} logits are allowed (the probabilities are float64)"
+    return f"every temperature > 0 is allowed, even T = {temperature:g}"
+
+
+def mistaken(x: np.ndarray, temperature, log: bool) -> list[tuple[str, np.ndarray]]:
+    """What the likeliest wrong versions of the exercise return for (x, T): (the mistake's name, its result) pairs.
+
+    Each is the right code with one mistake: a shift by the whole array's maximum; a row maximum or
+    sum without keepdims=True (only a square batch broadcasts it; elsewhere numpy's own error says
+    so); multiplying by 1 / T; dividing by T before the shift, in the logits' own float dtype or in
+    float64. At a subnormal T the last two both give NaN: the product comes first, since dividing
+    first already fails at a larger T. The greedy mistakes are `greedy_problem`'s.
+    """
+    x64 = x.astype(np.float64)  # (..., V)
+    t = 1.0 if log else temperature
+
+    def finish(shifted, keep: bool = True):  # softmax or log-softmax of logits already shifted (and divided)
+        total = np.exp(shifted).sum(axis=-1, keepdims=keep)  # (..., 1), or (...,) without keepdims
+        return shifted - np.log(total) if log else np.exp(shifted) / total
+
+    attempts = []
+    if x.ndim >= 2:
+        attempts += [
+            ("global maximum", lambda: finish((x64 - x64.max()) / t)),
+            ("maximum without keepdims", lambda: finish((x64 - x64.max(axis=-1)) / t)),
+            ("sum without keepdims", lambda: finish((x64 - x64.max(axis=-1, keepdims=True)) / t, keep=False)),
+        ]
+    if not log and temperature != 0:
+        attempts.append(("reciprocal", lambda: finish((x64 - x64.max(axis=-1, keepdims=True)) * (1 / t))))
+        for dtype in dict.fromkeys([x.dtype if x.dtype.kind == "f" else x64.dtype, x64.dtype]):  # own dtype first
+
+            def divided_first(dtype=dtype):
+                divided = x.astype(dtype) / dtype.type(t)  # (..., V) may overflow to inf
+                return finish((divided - divided.max(axis=-1, keepdims=True)).astype(np.float64))
+
+            attempts.append(("divide first", divided_first))
+    found = []
+    with np.errstate(all="ignore"):
+        for name, compute in attempts:
+            try:
+                found.append((name, compute()))
+            except ValueError:  # it does not broadcast for this input
+                pass
+    return found
+
+
+def mistake(args: tuple, got, answer: np.ndarray, *, log: bool) -> str | None:
+    """The mistake that gives exactly `got` for this input, said in words; None when none of them does."""
+    try:
+        values = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    x = np.asarray(args[0])
+    temperature = None if log else args[1]
+    greedy_answer = not log and (temperature == 0 or ((answer.max(axis=-1) < 1).any() and is_greedy(values, x)))
+    if greedy_answer:  # at T = 0, or a one-hot where T > 0 asks for more than one token
+        return greedy_problem(x, temperature, values)
+    for name, result in mistaken(x, temperature, log):
+        if result.shape == answer.shape and np.allclose(result, values, rtol=1e-6, atol=1e-9, equal_nan=True):
+            return MISTAKES[name](x, temperature, log)
+    return None
+
+
+def is_greedy(values: np.ndarray, x: np.ndarray) -> bool:
+    """Whether values is the one-hot on each row's first maximum (what T = 0 gives)."""
+    greedy = np.zeros(x.shape)  # (..., V)
+    np.put_along_axis(greedy, np.argmax(x, axis=-1, keepdims=True), 1.0, axis=-1)
+    return values.shape == greedy.shape and bool(np.array_equal(values, greedy))
+
+
+def greedy_problem(x: np.ndarray, temperature, got: np.ndarray) -> str | None:
+    """What is wrong with an answer at T = 0 (or a greedy answer at T > 0): ties, several 1s in a row."""
+    if temperature != 0:
+        return (
+            f"T = {temperature:g} is not T = 0: only T = 0 is greedy; a tiny T sharpens the distribution, and tied"
+            " tokens share the mass"
+        )
+    for index in np.ndindex(x.shape[:-1]):
+        row, given = got[index], x[index]  # (V,), (V,)
+        tied = np.flatnonzero(given == given.max())  # (k,) the row's maxima, lowest index first
+        chosen = np.flatnonzero(row)  # (m,) where the answer put probability
+        name = f"row {index[0] if len(index) == 1 else index}" if index else "the row"
+        if len(tied) > 1 and len(chosen) > 1 and set(chosen) <= set(tied):
+            return (
+                "T = 0 puts probability 1 on the first maximum only, ties to the lowest index; a tiny T shares tied"
+                f" tokens, T = 0 does not ({name} has tokens {and_list(tied)} tied)"
+            )
+        if len(chosen) > 1:
+            return (
+                "greedy puts 1 on the first maximum of each row: np.put_along_axis(probs, best, 1.0, axis=-1) with"
+                " best = np.argmax(x, axis=-1, keepdims=True); probs[..., best] = 1 sets every row's best column in"
+                f" every row ({name} has 1 in columns {and_list(chosen)})"
+            )
+        if len(chosen) == 1 and chosen[0] in tied and chosen[0] != tied[0]:
+            return (
+                f"ties go to the lowest index at T = 0 (np.argmax returns the first maximum): {name} has its maximum"
+                f" at tokens {and_list(tied)}, so token {tied[0]} gets probability 1, not token {chosen[0]}"
+            )
+        if len(chosen) == 1 and chosen[0] not in tied:
+            return (
+                f"at T = 0 each row puts 1 on its own first maximum, np.argmax(x, axis=-1): {name}'s is token"
+                f" {tied[0]}, but your function put the 1 on token {chosen[0]} (one argmax for the whole array, or"
+                " another row's?)"
+            )
+    return None
+
+
+def divide_first(x: np.ndarray, temperature, log: bool) -> str:
+    """Dividing by T before the shift: which division overflows, in numbers."""
+    biggest = float(np.abs(x[np.isfinite(x)]).max())
+    dtype = f" in {x.dtype}" if x.dtype.kind == "f" and x.dtype != np.float64 else ""
+    return (
+        f"dividing first overflows: {biggest:g} / {temperature:g} = inf{dtype}, and inf - inf = NaN; subtract the"
+        " maximum first, then divide by T"
+    )
+
+
+MISTAKES = {
+    "global maximum": lambda x, t, log: (
+        "each row must be shifted by its own maximum, x.max(axis=-1, keepdims=True), not by the whole array's: in a"
+        " row far below the overall maximum every exp underflows to 0, "
+        + ("and log 0 = -inf (the row becomes inf or NaN)" if log else "and 0 / 0 = NaN")
+    ),
+    "maximum without keepdims": lambda x, t, log: (
+        f"a row maximum without keepdims=True has shape {x.shape[:-1]}, which numpy lines up with the last axis:"
+        " entry [i, j] is shifted by row j's maximum, not row i's; keep the axis, x.max(axis=-1, keepdims=True)"
+    ),
+    "sum without keepdims": lambda x, t, log: (
+        f"a row sum without keepdims=True has shape {x.shape[:-1]}, which numpy lines up with the last axis: entry"
+        " [i, j] uses row j's sum, not row i's"
+        + (" (the diagonal is right, the rest is not)" if x.ndim == 2 else "")
+        + "; keep the axis, .sum(axis=-1, keepdims=True)"
+    ),
+    "divide first": divide_first,
+    "reciprocal": lambda x, t, log: (
+        f"multiplying by 1 / T overflows: 1 / {t:g} = inf, and the maximum's 0 * inf = NaN; divide by T instead"
+    ),
+}
+
+
+def and_list(items) -> str:
+    """[0, 2, 5] -> '0, 2 and 5'."""
+    words = [str(int(i)) if isinstance(i, (int, np.integer)) else str(i) for i in items]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def rows_said(got, answer: np.ndarray) -> str:
+    """Which rows of a batch are right and which are not: 'row 1 is right, rows 0 and 2 are NaN'; '' for one row."""
+    try:
+        values = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return ""
+    if answer.ndim < 2 or values.shape != answer.shape:
+        return ""
+    states: dict[str, list] = {"right": [], "NaN": [], "infinite": [], "wrong": []}
+    for index in np.ndindex(answer.shape[:-1]):
+        row, right = values[index], answer[index]  # (V,), (V,)
+        if close(row, right, "float64"):
+            states["right"].append(index)
+        elif np.isnan(row).any():
+            states["NaN"].append(index)
+        elif (np.isinf(row) & np.isfinite(right)).any():
+            states["infinite"].append(index)
+        else:
+            states["wrong"].append(index)
+    said = []
+    for state, indices in states.items():
+        if indices:
+            names = and_list(index[0] if len(index) == 1 else index for index in indices)
+            said.append(f"row {names} is {state}" if len(indices) == 1 else f"rows {names} are {state}")
+    return ", ".join(said)
 
 
 def refused_functions(fn, names: tuple[str, ...]) -> dict:
@@ -120,6 +382,7 @@ STABLE_SOFTMAX_CASES = [
     (np.array([1000.0, 1000.0, 999.0]), 1e-306),  # dividing first overflows; a greedy guard gives [1, 0, 0]
     (np.array([-INF, 4.0, -INF]), 0),  # greedy next to -inf, integer temperature
     (np.array([4.5]), 0.0),  # greedy over one token
+    (np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 799.0]]), 1.0),  # (2, 3): a shape error names a missing keepdims
     (np.array([[1.0, 2.0, 3.0], [1000.0, 0.0, -1000.0], [5.0, 5.0, -INF]]), 0.7),  # a batch: each row alone
     (np.array([[1.0, 3.0, 3.0], [7.0, 7.0, 7.0]]), 0.0),  # greedy on a batch, ties in every row
     (np.array([[[0.5, 0.25]], [[100.0, 300.0]]], dtype=np.float32), 2),  # (2, 1, 2) float32 logits
@@ -147,6 +410,7 @@ LOG_SOFTMAX_CASES = [
     (np.array([0.0, -INF, 3.0]),),  # -inf stays -inf, the others are finite
     (np.array([-INF, 2.5, -INF]),),  # one token left: log 1 = 0
     (np.array([7.0]),),  # a one-token vocabulary: log 1 = 0
+    (np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 799.0]]),),  # (2, 3): a shape error names a missing keepdims
     (np.array([[1.0, 2.0, 3.0], [1000.0, 0.0, -1000.0], [5.0, 5.0, -INF]]),),  # a batch: each row alone
     (np.array([[[0.5, 0.25]], [[100.0, 800.0]]], dtype=np.float32),),  # (2, 1, 2) float32 logits
     (np.array([[3, 1, 2], [0, 0, 0]]),),  # integer logits
@@ -200,7 +464,9 @@ def check_fixed_softmax(fn) -> bool:
     n_cases = len(FIXED_SOFTMAX_VALID) + len(FIXED_SOFTMAX_INVALID)
     expected = [softmax(*args) for args in FIXED_SOFTMAX_VALID]
     refused = refused_functions(fn, ("softmax", "log_softmax", "one_hot_argmax", "check_logits", "check_temperature"))
-    failure = first_wrong(fn, FIXED_SOFTMAX_VALID, expected, what="probabilities", float64=True, refused=refused)
+    failure = first_wrong(
+        fn, FIXED_SOFTMAX_VALID, expected, what="probabilities", float64=True, refused=refused, validates=True
+    )
     if failure is None:
         failure = first_not_refused(fn, refused)
     return verdict("fixed_softmax", failure, n_cases)
@@ -215,7 +481,7 @@ def first_not_refused(fn, refused: dict) -> str | None:
         if error is not None and not error.startswith("raised"):
             return error  # a policy failure: it changed its input, it called the package
         problem = error if error is not None else f"returned {show(got)}"
-        return f"for input {describe(args)} ({what}) expected a ValueError, but it {problem.split(' for input ')[0]}"
+        return located(f"no ValueError for {what}: your function {problem}", f"for input {describe(args)}")
     return None
 
 

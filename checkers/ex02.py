@@ -35,7 +35,7 @@ def reference_draw_with_u(probs, u, dtype=np.float64) -> int:
 
 
 def unscaled_draw_with_u(probs, u) -> int:
-    """What a careful answer that forgets the scaling returns: u itself against the running sums."""
+    """What a careful answer that forgets the scaling returns: u itself against the running sums of the weights."""
     probs = np.asarray(probs, dtype=np.float64)  # (V,)
     token = min(int((np.cumsum(probs) <= u).sum()), probs.size - 1)
     return token if probs[token] > 0 else int(np.flatnonzero(probs > 0)[-1])
@@ -57,7 +57,7 @@ def token_problem(got, expected: int, probs: np.ndarray) -> str | None:
     if int(got) == expected:
         return None
     if not 0 <= int(got) < probs.size:
-        return f"not a token: the vocabulary is 0 to {probs.size - 1}"
+        return f"{int(got)} is not a token (the vocabulary is 0 to {probs.size - 1})"
     if probs[int(got)] == 0:
         return f"token {int(got)} has probability 0, so it can never be drawn"
     return ""
@@ -76,24 +76,47 @@ def step_problem(got: int, expected: int, probs: np.ndarray, u: float) -> str:
         return ""
     return (
         f"u * probs.sum() = {scaled!r} is exactly the running sum F_{int(steps[0])}, a step of the staircase; "
-        "a u exactly on a step belongs to the token on its right (count the running sums <= u, not < u)"
+        "a u exactly on a step belongs to the token on its right (count the running sums <= u, not < u; "
+        "or np.searchsorted(..., side='right'): the default side='left' is the < count)"
     )
 
 
-def rounding_problem(got: int, probs: np.ndarray, u: float) -> str:
-    """Why a wrong token is wrong, when the cause is a rounding mistake we can recognise; else ''."""
+def unscaled_problem(got: int, probs: np.ndarray, u: float) -> str:
+    """When `got` is what u gives unscaled against the running sums of a row that does not sum to exactly 1: why.
+
+    Said before any other cause: the same token can also look like the `<` mistake (u * total lands
+    exactly on a step that u itself is just below), which this learner did not make.
+    """
     total = float(probs.sum())
-    if got == reference_draw_with_u(probs, u, np.float32):
-        return (
-            "what the same steps give in float32, where u and the running sums are rounded to 24 bits: "
-            "float64 is asked (probabilities are float64 in this course)"
-        )
-    if got == unscaled_draw_with_u(probs, u) and total != 1.0:
-        return (
-            f"what u itself gives against the running sums; this row sums to {total!r}, not 1, and the "
-            f"statement asks for the token whose piece holds u * probs.sum() = {u * total!r}"
-        )
-    return ""
+    if total == 1.0 or got != unscaled_draw_with_u(probs, u):
+        return ""
+    return (
+        f"u is compared with the running sums without being scaled: this row sums to {total!r}, not exactly 1, "
+        f"so the token asked is the one whose piece holds u * probs.sum() = {u * total!r} "
+        "(count the running sums <= u * probs.sum())"
+    )
+
+
+def past_the_end_problem(probs: np.ndarray, u: float) -> str:
+    """When u * probs.sum() is not below the last running sum (the count is V, by rounding): why; else ''."""
+    cdf, scaled = np.cumsum(probs), u * float(probs.sum())  # (V,), the scaled u
+    if scaled < cdf[-1]:
+        return ""
+    return (
+        f"u * probs.sum() = {scaled!r} reaches the last running sum F_{probs.size - 1} = {float(cdf[-1])!r} by "
+        "rounding (np.sum and np.cumsum add in different orders), past the last piece: return the last token "
+        "with positive probability (see the statement)"
+    )
+
+
+def float32_problem(got: int, probs: np.ndarray, u: float) -> str:
+    """When `got` is what the right steps give in float32: why; else ''."""
+    if got != reference_draw_with_u(probs, u, np.float32):
+        return ""
+    return (
+        "what the same steps give in float32, where u and the running sums are rounded to 24 bits: "
+        "float64 is asked (probabilities are float64 in this course)"
+    )
 
 
 def draw_with_u_cases() -> list[tuple]:
@@ -138,25 +161,36 @@ def check_draw_with_u(draw_with_u) -> bool:
     """Exercise 1: draw_with_u(probs, u) must return the inverse-CDF token as an integer."""
     name, cases = "draw_with_u", draw_with_u_cases()
     for probs, u in cases:
-        got, error = call(draw_with_u, (probs.copy(), u))  # a copy: editing the input cannot change the case
+        got, error = call(draw_with_u, (probs, u))
         if error is not None:
             return verdict(name, error, len(cases))
         expected = reference_draw_with_u(probs, u)
         problem = token_problem(got, expected, probs)
-        if problem is not None and np.ndim(got) == 0 and np.issubdtype(np.asarray(got).dtype, np.integer):
-            on_step = step_problem(int(got), expected, probs, u)
-            if on_step:
-                problem = f"{problem}; {on_step}" if problem else on_step
-        if problem == "":
-            problem = rounding_problem(int(got), probs, u)
-        if problem is not None:
-            why = f": {problem}" if problem else ""
-            failure = f"for input {show_exact((probs, u))} expected {expected}, got {show(got)}{why}"
-            return verdict(name, failure, len(cases))
+        if problem is None:
+            continue
+        if problem == "":  # a token of the vocabulary with mass, but not the right one: find the cause
+            problem = (
+                unscaled_problem(int(got), probs, u)
+                or past_the_end_problem(probs, u)
+                or step_problem(int(got), expected, probs, u)
+                or float32_problem(int(got), probs, u)
+            )
+        elif np.ndim(got) == 0 and np.issubdtype(np.asarray(got).dtype, np.integer):
+            # a token of probability 0, or past the end: reached by `<`, or by rounding past the last piece
+            cause = step_problem(int(got), expected, probs, u) or (past_the_end_problem(probs, u) if got >= 0 else "")
+            problem = f"{problem}: {cause}" if cause else problem
+        said = f"expected {expected}, got {show(got)}"
+        failure = f"{problem}: {said}" if problem else said
+        return verdict(name, located(failure, f"for input {show_exact((probs, u))}"), len(cases))
     return verdict(name, None, len(cases))
 
 
 # --- Exercise 2: the event that attains total variation ------------------------------------
+
+
+def short(x: float) -> str:
+    """A float to 3 significant digits, as Python writes it: 0.0, 1e-10, 0.25."""
+    return repr(float(f"{x:.3g}"))
 
 
 def event_problem(got, p: np.ndarray, q: np.ndarray) -> str | None:
@@ -179,14 +213,27 @@ def event_problem(got, p: np.ndarray, q: np.ndarray) -> str | None:
     gap, tv = abs(float(p[mask].sum() - q[mask].sum())), total_variation(p, q)
     if abs(gap - tv) <= 1e-12:
         return None
-    said = f"your event's gap |P(A) - Q(A)| is {gap!r}, but the total variation is {tv!r}"
     if abs(gap - tv) <= 1e-6:
         return (
-            f"{said}: right to about 7 digits, as when p and q are compared with a tolerance (p - q > 1e-9, say) "
-            "or in float32, either of which misses tokens where p and q differ that little: compare p > q exactly, "
-            "in float64 (float64 is asked: probabilities are float64 in this course)"
+            f"your event's gap |P(A) - Q(A)| is off by less than 1e-6 (your gap {short(gap)}, the total variation "
+            f"{short(tv)}): as when p and q are compared with a tolerance (p - q > 1e-9, say) or in float32, either "
+            "of which misses tokens where p and q differ that little: compare p > q exactly, in float64 (float64 is "
+            "asked: probabilities are float64 in this course)"
         )
-    return f"{said}: some event has a larger gap"
+    return f"your event's gap |P(A) - Q(A)| is {gap!r}, but the total variation is {tv!r}: some event has a larger gap"
+
+
+def integer_event_problem(got: np.ndarray, p: np.ndarray) -> str:
+    """What an integer array is, where a boolean mask is asked: a 0/1 mask of the right shape, or token ids."""
+    if got.shape == p.shape and np.isin(got, (0, 1)).all():
+        return (
+            f"your function returned {got.dtype} 0/1 values where a bool mask is asked: the event's tokens are "
+            "right, as True/False they make the mask (.astype(bool), or the comparison itself)"
+        )
+    return (
+        f"your function returned {got.dtype} token ids where a bool mask is asked, one entry per token "
+        "(np.zeros(V, dtype=bool), then set True at those ids)"
+    )
 
 
 def total_variation_cases() -> list[tuple]:
@@ -249,8 +296,8 @@ def check_total_variation(fn) -> bool:
 
     def wrong(args, got) -> str | None:
         problem = None if np.ndim(got) == 0 else result_problem(got, args[0] > args[1], "event")
-        if problem is not None and np.asarray(got).dtype.kind in "iu":  # token ids, not a mask
-            problem += ": a boolean mask, one entry per token (np.zeros(V, dtype=bool), then set True at those ids)"
+        if problem is not None and isinstance(got, np.ndarray) and got.dtype.kind in "iu":
+            problem = integer_event_problem(got, args[0])
         problem = problem or event_problem(got, *args)
         return None if problem is None else located(problem, f"for input {show_exact(args)} got {show(got)}")
 
@@ -314,16 +361,28 @@ def check_counterexample(find_counterexample) -> bool:
     token = buggy_draw(probs, float(u))
     call_text = f"buggy_draw({show(probs)}, {float(u)!r}) = {token}"
     if token >= probs.size:
-        return verdict(
-            name,
-            f"{call_text}, past the end: a real failure, but another bug (no clip to the vocabulary, the "
-            "repair of Exercise 1); the exercise asks for a u on which buggy_draw returns a token of probability 0",
-            1,
+        problem = (
+            f"buggy_draw returns {token}, past the end of the vocabulary: a real failure, but another bug (no clip "
+            "to the vocabulary, the repair of Exercise 1); the exercise asks for a u on which buggy_draw returns a "
+            "token of probability 0"
         )
+        return verdict(name, located(problem, call_text), 1)
     if probs[token] == 0:
         print(f"✓ {name}: {call_text}, a token of probability 0")
         return True
-    return verdict(name, f"{call_text}, which has probability {probs[token]:g} > 0: not a counterexample", 1)
+    right = reference_draw_with_u(probs, float(u))
+    if token != right:
+        problem = (
+            f"buggy_draw is wrong here (the right token is {right}), but the token it picks has probability "
+            f"{probs[token]:g}: the exercise asks for a u on which it picks a token of probability 0. Which "
+            "zero-probability token can own a non-empty piece?"
+        )
+    else:
+        problem = (
+            f"not a counterexample: buggy_draw returns token {token}, the right token for this u; the exercise asks "
+            "for a u on which it picks a token of probability 0"
+        )
+    return verdict(name, located(problem, call_text), 1)
 
 
 # --- Exercise 4: which of two samplers is wrong? ---------------------------------------------
@@ -386,6 +445,8 @@ def which_is_wrong_cases() -> list[tuple]:
 
 
 _HIDDEN: dict[int, object] = {}  # which sampler each wrapper stands for, kept out of the wrapper itself
+_DRAWN: dict[int, int] = {}  # how many tokens each wrapper returned to the learner's function, over all its calls
+FEW_DRAWS = 10_000  # below this many draws per sampler, a wrong answer is most likely a lack of power
 
 
 class Sampler:
@@ -397,14 +458,34 @@ class Sampler:
         self._key = key
 
     def __call__(self, probs, n, rng):
-        return _HIDDEN[self._key](probs, n, rng)
+        tokens = _HIDDEN[self._key](probs, n, rng)
+        _DRAWN[self._key] = _DRAWN.get(self._key, 0) + int(np.size(tokens))
+        return tokens
 
 
 def anonymous(sampler) -> Sampler:
     """`sampler` behind a neutral wrapper: only its draws can tell which one it is."""
     key = len(_HIDDEN)
-    _HIDDEN[key] = sampler
+    _HIDDEN[key], _DRAWN[key] = sampler, 0
     return Sampler(key)
+
+
+def too_few_draws(drawn: list[int], problem: str) -> str:
+    """A wrong answer with its likely cause first: no draws, or fewer than FEW_DRAWS tokens from a sampler.
+
+    drawn: how many tokens the learner's function drew from sampler_a and from sampler_b.
+    """
+    if min(drawn) >= FEW_DRAWS:
+        return problem
+    few = "each sampler" if drawn[0] == drawn[1] else "sampler_a" if drawn[0] < drawn[1] else "sampler_b"
+    if min(drawn) == 0:
+        cause = f"your function never drew from {few.replace('each', 'either')}: only the draws can tell them apart"
+    else:
+        cause = (
+            f"your function drew only {min(drawn):,} tokens from {few}: at that size an exact sampler's statistic "
+            "varies as much as a wrong one's (section 6's table at 10^3); draw more, about 10^5"
+        )
+    return f"{cause}. {problem[0].upper()}{problem[1:]}"
 
 
 def check_which_is_wrong(which_is_wrong) -> bool:
@@ -417,8 +498,10 @@ def check_which_is_wrong(which_is_wrong) -> bool:
         wrapped = tuple(map(anonymous, pair))
         try:
             outcome = attempt(which_is_wrong, (*wrapped, probs, np.random.default_rng(seed)))
+            drawn = [_DRAWN[w._key] for w in wrapped]  # tokens drawn from sampler_a, from sampler_b
         finally:
             _HIDDEN.clear()
+            _DRAWN.clear()
         answer, error = outcome.result, outcome.failure
         if error is not None:
             return verdict(name, error, len(cases))
@@ -426,13 +509,13 @@ def check_which_is_wrong(which_is_wrong) -> bool:
             return verdict(name, f"answer 'a' or 'b', got {show(answer)}", len(cases))
         if answer != position:
             exact = "b" if position == "a" else "a"
-            problem = (
-                f"for probs {show(probs)} and rng = np.random.default_rng({seed}), sampler_{position} "
-                f"{description} and sampler_{exact} is exact, but you answered {answer!r} "
-                f"(call {number + 1} of {len(cases)}: 4 pairs, each in both positions, with "
-                f"{len(WHICH_IS_WRONG_SEEDS)} seeds)"
+            problem = f"you answered {answer!r}, but sampler_{position} {description} and sampler_{exact} is exact"
+            problem = too_few_draws(drawn, problem)
+            where = (
+                f"probs {show(probs)}, rng = np.random.default_rng({seed}); call {number + 1} of {len(cases)}: "
+                f"4 pairs, each in both positions, with {len(WHICH_IS_WRONG_SEEDS)} seeds"
             )
-            return verdict(name, problem, len(cases))
+            return verdict(name, located(problem, where), len(cases))
         unused = unused or outcome.rng_used is False
     if unused:  # right answers, but not from the draws the caller's seed fixes
         return verdict(name, UNUSED_RNG, len(cases))

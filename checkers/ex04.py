@@ -6,6 +6,10 @@ check_nucleus_keep(fn):           fn(probs, p) -> boolean keep-mask, same shape 
                                   an O(V^2) answer is stopped after two timed mid-sized rows, before a wide one)
 check_fixed_nucleus_filter(fn):   fn(logits, p) -> logits (one row) with -inf outside the nucleus
                                   (top_p_filter refused; float32 logits need float64 probabilities)
+
+Both include decimal boundaries, where the mass above a token computed as a running sum minus the
+token (np.cumsum(top) - top) rounds below p although the exact sum of the tokens above is p: such an
+answer is rejected, and told so.
 """
 
 import time
@@ -28,14 +32,13 @@ SORT_A_COPY = "sort a copy (np.sort returns one), not the caller's array (probs.
 
 
 def precise(value) -> str:
-    """Like show(), with enough digits to see differences of 1e-9 (the boundary cases need them)."""
+    """On one line, with enough digits to see differences of 1e-9 (the boundary cases need them)."""
     array = np.asarray(value)
     if not np.issubdtype(array.dtype, np.number):
         return show(value)
     if array.ndim == 0:
         return f"{float(array):.12g}"
-    with np.printoptions(precision=12, suppress=True, threshold=20):
-        return np.array2string(array, separator=", ")
+    return show(array, digits=12)
 
 
 def reference_keep(probs, p: float) -> np.ndarray:
@@ -83,6 +86,9 @@ def keep_cases() -> list[tuple]:
         (random_rows(rng, (5, 200), 0.5), 0.5),  # flat rows: large nuclei
         # float32 input: the mass above 0.2 is 0.70000002 < p summed in float64, 0.70000005 >= p summed in float32
         (np.array([[0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4]], dtype=np.float32), 0.70000004),
+        # decimal boundaries: the mass above 0.3 is 0.4, not < p; (0.4 + 0.3) - 0.3 is 0.39999999999999997 < p
+        (np.array([0.4, 0.3, 0.2, 0.1]), 0.4),
+        (np.array([0.5, 0.2, 0.2, 0.1]), 0.5),  # (0.5 + 0.2) - 0.2 is 0.49999999999999994: both 0.2s too
     ]
 
 
@@ -95,7 +101,7 @@ def splits_ties(probs, kept) -> bool:
     return bool((same & kept[..., :, None] & ~kept[..., None, :]).any())
 
 
-TIES_NOTE = ": tokens of equal probability were split, but tied tokens are kept or dropped together"
+TIES_NOTE = "tied tokens were split: tokens of equal probability are kept or dropped together"
 
 
 def boundary_note(probs, kept, expected, p: float) -> str:
@@ -106,9 +112,21 @@ def boundary_note(probs, kept, expected, p: float) -> str:
     if not (np.where(expected, probs, 0.0).sum(axis=-1) == p).any():
         return ""
     return (
-        f": the expected tokens alone have a mass of exactly p={p!r}, so the mass above the next token is exactly p,"
-        " which is not < p: keep a position only while the mass strictly above it is < p"
+        f"one token too many: the expected tokens alone have a mass of exactly p={p!r}, so the mass above the next"
+        " token is exactly p, which is not < p: keep a position only while the mass strictly above it is < p"
     )
+
+
+def count_words(got, expected, what: str) -> str:
+    """The plain diagnosis of a wrong keep-mask (a row or a batch): how many tokens it keeps, and how many it should."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    if got.shape != expected.shape:
+        return f"your {what} has shape {got.shape}: the shape of the input, {expected.shape}, is asked"
+    n_got, n_expected = int(got.sum()), int(expected.sum())
+    tokens = "token" if n_got == 1 else "tokens"
+    if n_got == n_expected:
+        return f"your {what} keeps {n_got} {tokens}, as many as the nucleus, but not the same ones"
+    return f"your {what} keeps {n_got} {tokens} where the nucleus has {n_expected}"
 
 
 def first_wrong_row(probs, got, expected) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
@@ -131,13 +149,48 @@ def only_ties_wrong(probs, kept, expected) -> bool:
     return np.array_equal(probs >= lowest_kept, expected)
 
 
-def float32_keep(probs, p: float) -> np.ndarray:
-    """The rule computed in the probabilities' own float32: what a filter that never converts to float64 returns."""
+def keep_by_mass_above(probs, p: float, subtract: bool) -> np.ndarray:
+    """The rule by sorting, in the probabilities' own dtype, with the mass above each position computed as the
+    running sum shifted by one place (subtract=False, exact as summed) or minus each token (subtract=True)."""
     probs = np.asarray(probs)  # (..., V)
-    top = -np.sort(-probs, axis=-1)  # (..., V) descending, still float32
-    above = np.cumsum(top, axis=-1) - top  # (..., V) float32 running sums
+    top = -np.sort(-probs, axis=-1)  # (..., V) descending, in the input's dtype
+    running = np.cumsum(top, axis=-1)  # (..., V)
+    if subtract:
+        above = running - top  # (..., V) rounds: (a + b) - b need not be a
+    else:
+        above = np.concatenate([np.zeros_like(running[..., :1]), running[..., :-1]], axis=-1)  # (..., V)
     threshold = np.take_along_axis(top, (above < p).sum(axis=-1, keepdims=True) - 1, axis=-1)
     return probs >= threshold
+
+
+def float32_keep(probs, p: float) -> tuple[np.ndarray, np.ndarray]:
+    """The rule computed in the float32 probabilities' own dtype: the masks of both ways of summing the mass above."""
+    return keep_by_mass_above(probs, p, subtract=True), keep_by_mass_above(probs, p, subtract=False)
+
+
+def subtraction_note(probs, p: float) -> str:
+    """Why a running sum minus each token is wrong, on this row: the first position where it rounds across p."""
+    top = -np.sort(-np.asarray(probs, dtype=np.float64), axis=-1)  # (V,) descending
+    running = np.cumsum(top)  # (V,)
+    subtracted = running - top  # (V,)
+    shifted = np.concatenate([[0.0], running[:-1]])  # (V,)
+    j = int(np.flatnonzero((subtracted < p) != (shifted < p))[0])
+    return (
+        "your mass above each token is a running sum minus the token itself (np.cumsum(top) - top), and the"
+        f" subtraction rounds: above the token {float(top[j])!r} the mass is {float(shifted[j])!r} (the tokens before"
+        f" it, added up), but running sum - token gives {float(subtracted[j])!r}, which is < p={p!r}, so a token"
+        " too many comes in. Shift the running sum by one place instead (descending_exclusive_cumsum): nothing is"
+        " subtracted"
+    )
+
+
+def is_subtraction(probs, got, expected, p: float) -> bool:
+    """Whether a wrong mask (one row, float64) is exactly what the running sum minus each token gives."""
+    probs = np.asarray(probs)
+    if probs.ndim != 1 or probs.dtype != np.float64 or np.shape(got) != probs.shape:
+        return False
+    right, wrong = keep_by_mass_above(probs, p, subtract=False), keep_by_mass_above(probs, p, subtract=True)
+    return np.array_equal(right, expected) and not np.array_equal(wrong, expected) and np.array_equal(got, wrong)
 
 
 # The package's answers to this exercise: a nucleus_keep that calls them is refused.
@@ -149,58 +202,125 @@ def check_nucleus_keep(fn) -> bool:
     return keep_verdict(fn, refused_in(fn, KEEP_REFERENCES))
 
 
+def crossing_probability(probs, p: float) -> np.ndarray:
+    """The crossing token's probability per row, shape (..., 1), by sorting in float64 (the rule, independently)."""
+    top = -np.sort(-np.asarray(probs, dtype=np.float64), axis=-1)  # (..., V) descending
+    above = np.concatenate([np.zeros_like(top[..., :1]), np.cumsum(top, axis=-1)[..., :-1]], axis=-1)  # (..., V)
+    return np.take_along_axis(top, (above < p).sum(axis=-1, keepdims=True) - 1, axis=-1)  # (..., 1)
+
+
+def crossing_note(probs, kept, expected, p: float, what: str) -> str:
+    """An off-by-one around the crossing token: the threshold read at index n, or the crossing token left out."""
+    probs, kept = np.asarray(probs, dtype=np.float64), np.asarray(kept)
+    if kept.shape != probs.shape or kept.dtype != bool:
+        return ""
+    top = -np.sort(-probs, axis=-1)  # (..., V) descending
+    above = np.concatenate([np.zeros_like(top[..., :1]), np.cumsum(top, axis=-1)[..., :-1]], axis=-1)  # (..., V)
+    n = (above < p).sum(axis=-1, keepdims=True)  # (..., 1)
+    one_past = probs >= np.take_along_axis(top, np.minimum(n, probs.shape[-1] - 1), axis=-1)  # (..., V)
+    if np.array_equal(kept, one_past):
+        return (
+            f"{count_words(kept, expected, what)}: the threshold is read one position too far. With n the number"
+            " of sorted positions whose mass above is < p, the crossing token is at index n - 1 (the n-th"
+            " position), not at index n"
+        )
+    if np.array_equal(kept, probs > crossing_probability(probs, p)):
+        return (
+            f"{count_words(kept, expected, what)}: the crossing token, during which the running total reaches p,"
+            " is missing. Does your running sum include each token? The mass *above* a token counts only the"
+            " tokens before it (and keep every token >= the crossing token's probability, not >)"
+        )
+    return ""
+
+
+def rows_alone_right(fn, probs, p: float, refused: dict) -> bool:
+    """Whether fn, given each row of a batch on its own, returns that row's right mask."""
+    probs = np.asarray(probs)
+    if probs.ndim < 2:
+        return False
+    for index in np.ndindex(probs.shape[:-1]):
+        got, error = call(fn, (probs[index], p), refused=refused, why=REFUSED_WHY, in_place=SORT_A_COPY)
+        if error is not None or result_problem(got, reference_keep(probs[index], p), "keep-mask") is not None:
+            return False
+        if not np.array_equal(got, reference_keep(probs[index], p)):
+            return False
+    return True
+
+
+def batch_words(shape: tuple) -> str:
+    return (
+        f"your function handles one row but not a batch of shape {shape}: sort and sum along axis=-1, reverse with"
+        " [..., ::-1], count with keepdims=True, read with np.take_along_axis (each row gets its own crossing token)"
+    )
+
+
+def keep_diagnosis(probs, got: np.ndarray, expected: np.ndarray, p: float) -> str:
+    """What is wrong with a keep-mask, in words: a split tie, a rounding, an exact boundary, or how many it keeps."""
+    if got.shape == expected.shape:
+        if probs.shape[-1] <= 20 and only_ties_wrong(probs, got, expected):
+            return TIES_NOTE
+        if is_subtraction(probs, got, expected, p):
+            return subtraction_note(probs, p)
+        if probs.dtype == np.float64 and np.array_equal(got, reference_keep(probs.astype(np.float32), p)):
+            return "your mask is the nucleus of these probabilities rounded to float32 (float64 is asked)"
+        if probs.dtype == np.float32 and any(np.array_equal(got, m) for m in float32_keep(probs, p)):
+            return (
+                "your mask is the nucleus of float32 arithmetic: these probabilities are float32, and summed in"
+                " float32 the mass above a token rounds past p; convert them to float64 before summing (float64 is"
+                " asked)"
+            )
+    return (
+        boundary_note(probs, got, expected, p)
+        or crossing_note(probs, got, expected, p, "mask")
+        or count_words(got, expected, "mask")
+    )
+
+
 def keep_verdict(fn, refused: dict) -> bool:
     cases = keep_cases()
     n_cases = len(cases) + len(PILOT_VOCABS) + 1
     for probs, p in cases:
         got, error = call(fn, (probs, p), refused=refused, why=REFUSED_WHY, in_place=SORT_A_COPY)
-        if error is not None:
-            return verdict("nucleus_keep", located(error, f"for probs {precise(probs)}, p={p!r}"), n_cases)
-        kind = result_problem(got, reference_keep(probs, p), "keep-mask", shape=False)
-        if kind is not None:
-            return verdict("nucleus_keep", located(kind, f"for probs {precise(probs)}, p={p!r}"), n_cases)
         expected = reference_keep(probs, p)
+        raised = error is not None and error.startswith("raised ")
+        if error is None:
+            error = result_problem(got, expected, "keep-mask", shape=False)
+        if raised and rows_alone_right(fn, probs, p, refused):
+            error = batch_words(probs.shape)
+        if error is not None:
+            return verdict("nucleus_keep", located(error, input_words(probs, p)), n_cases)
         got_array = np.asarray(got)
-        if got_array.shape != expected.shape or not np.array_equal(got_array, expected):
-            note = f" (shape {got_array.shape}, expected {expected.shape})" if got_array.shape != expected.shape else ""
-            if probs.shape[-1] <= 20 and only_ties_wrong(probs, got_array, expected):
-                note += TIES_NOTE
-            elif probs.dtype == np.float64 and np.array_equal(got_array, reference_keep(probs.astype(np.float32), p)):
-                note += ": that is the nucleus of these probabilities rounded to float32 (float64 is asked)"
-            elif probs.dtype == np.float32 and np.array_equal(got_array, float32_keep(probs, p)):
-                note += (
-                    ": that is the nucleus of float32 arithmetic. These probabilities are float32, and summed in"
-                    " float32 the mass above a token rounds past p; convert them to float64 before summing"
-                    " (float64 is asked)"
-                )
-            else:
-                note += boundary_note(probs, got_array, expected, p)
-            if probs.ndim > 1 and got_array.shape == expected.shape:  # name the first wrong row, show it alone
-                index, row, row_expected, row_got = first_wrong_row(probs, got_array, expected)
-                where = f"for a batch of shape {probs.shape} ({probs.dtype}), p={p!r}, row {index}:"
-                where += f" probs {precise(row)}"
-            else:
-                row, row_expected, row_got = probs, expected, got
-                where = f"for probs {precise(probs)} ({probs.dtype}), p={p!r}"
-            kept_mass = np.where(row_expected, np.asarray(row, dtype=np.float64), 0.0).sum(axis=-1)
-            differs = ""
-            if np.shape(row_got) == row_expected.shape and row_expected.shape[-1] > 20:
-                tokens = np.flatnonzero(np.asarray(row_got) != row_expected)
-                differs = f" (the tokens that differ: {show(tokens)}, of probabilities {precise(row[tokens])})"
-            message = (
-                f"{where} expected {show(row_expected)} (kept mass {precise(kept_mass)}),"
-                f" got {show(row_got)}{differs}{note}"
-            )
-            return verdict("nucleus_keep", message, n_cases)
-        if got_array.dtype != bool:
-            return verdict(
-                "nucleus_keep",
-                f"for probs {precise(probs)}, p={p!r} the right tokens, but it returned an array of dtype"
-                f" {got_array.dtype}: a boolean mask is asked (an integer array used as an index, probs[mask],"
-                " picks tokens by number)",
-                n_cases,
-            )
+        if got_array.shape == expected.shape and np.array_equal(got_array, expected):
+            continue
+        if rows_alone_right(fn, probs, p, refused):
+            diagnosis = batch_words(probs.shape)
+        else:
+            diagnosis = keep_diagnosis(probs, got_array, expected, p)
+        if probs.ndim > 1 and got_array.shape == expected.shape:  # name the first wrong row, show it alone
+            index, row, row_expected, row_got = first_wrong_row(probs, got_array, expected)
+            where = f"for a batch of shape {probs.shape} ({probs.dtype}), p={p!r}, row {index}: probs {precise(row)}"
+        else:
+            row, row_expected, row_got = probs, expected, got_array
+            where = f"for probs {precise(probs)} ({probs.dtype}), p={p!r}"
+        kept_mass = np.where(row_expected, np.asarray(row, dtype=np.float64), 0.0).sum(axis=-1)
+        differs = ""
+        if row_got.shape == row_expected.shape and row_expected.shape[-1] > 20:
+            tokens = np.flatnonzero(row_got != row_expected)
+            differs = f"; the tokens that differ: {show(tokens)}, of probabilities {precise(row[tokens])}"
+        arrays = f"{where} expected {show(row_expected)} (kept mass {precise(kept_mass)}), got {show(row_got)}{differs}"
+        return verdict("nucleus_keep", located(diagnosis, arrays), n_cases)
     return wide_row_verdict(fn, n_cases, refused)
+
+
+def input_words(probs: np.ndarray, p: float) -> str:
+    """The case a failure happened on: the whole input when it is short, else its shape and first row."""
+    if probs.ndim < 2 or probs.size <= 20:
+        return f"for probs {precise(probs)} ({probs.dtype}), p={p!r}"
+    first = (0,) * (probs.ndim - 1)
+    return (
+        f"for a batch of shape {probs.shape} ({probs.dtype}), p={p!r}; its row {list(first)}: probs"
+        f" {precise(probs[first])}"
+    )
 
 
 WIDE_VOCAB = 1_000_000  # a V x V array of this row would take a terabyte
@@ -219,6 +339,15 @@ def sorted_keep(probs: np.ndarray, p: float) -> np.ndarray:
     return probs >= top[(above < p).sum() - 1]
 
 
+def duration_words(seconds: float) -> str:
+    """A long duration as a magnitude in words: about 20 minutes, about 3 hours, about 2 weeks."""
+    for unit, size in [("year", 365 * 86400), ("week", 7 * 86400), ("day", 86400), ("hour", 3600), ("minute", 60)]:
+        if seconds >= 1.5 * size or unit == "minute":
+            count = max(1, round(seconds / size))
+            return f"about {count} {unit}{'s' if count > 1 else ''}"
+    return "about a minute"  # not reached
+
+
 def pilot_verdict(fn, n_cases: int, refused: dict):
     """Time fn on two mid-sized rows; refuse it (return False) when its growth predicts hours on a million tokens."""
     seconds = []
@@ -228,9 +357,11 @@ def pilot_verdict(fn, n_cases: int, refused: dict):
         got, error = call(fn, (probs.copy(), 0.9), refused=refused, why=REFUSED_WHY)
         seconds.append(time.perf_counter() - start)
         if error is not None:
-            return verdict("nucleus_keep", f"{error} (one row of {vocab:,} probabilities, p=0.9)", n_cases)
-        if not np.array_equal(np.asarray(got), sorted_keep(probs, 0.9)):
-            return verdict("nucleus_keep", f"wrong mask on one row of {vocab:,} probabilities with p=0.9", n_cases)
+            return verdict("nucleus_keep", located(error, f"one row of {vocab:,} probabilities, p=0.9"), n_cases)
+        expected = sorted_keep(probs, 0.9)
+        if not np.array_equal(np.asarray(got), expected):
+            words = count_words(got, expected, "mask")
+            return verdict("nucleus_keep", located(words, f"one row of {vocab:,} probabilities, p=0.9"), n_cases)
     if len(seconds) < 2 or seconds[-1] < 0.02:
         return None
     (small, large), (t_small, t_large) = PILOT_VOCABS[-2:], seconds[-2:]
@@ -240,9 +371,9 @@ def pilot_verdict(fn, n_cases: int, refused: dict):
         return verdict(
             "nucleus_keep",
             f"on rows of {small:,} and {large:,} probabilities your function took {t_small:.3f} s and"
-            f" {t_large:.3f} s: it grows like V^{growth:.1f}, so one row of {WIDE_VOCAB:,} would take about"
-            f" {predicted:,.0f} s. Comparing every token with every other is O(V^2) (like mass_strictly_above);"
-            " sort the row instead (O(V log V))",
+            f" {t_large:.3f} s: it grows like V^{growth:.1f}, so one row of {WIDE_VOCAB:,} would take"
+            f" {duration_words(predicted)}, far too long. Comparing every token with every other is O(V^2) (like"
+            " mass_strictly_above); sort the row instead (O(V log V))",
             n_cases,
         )
     return None
@@ -254,19 +385,18 @@ def wide_row_verdict(fn, n_cases: int, refused: dict) -> bool:
     if too_slow is not None:
         return too_slow
     probs = peaked_row(WIDE_VOCAB)  # (V,)
-    try:
-        got = np.asarray(fn(probs.copy(), 0.9))
-    except MemoryError:
-        return verdict(
-            "nucleus_keep",
-            f"on one row of {WIDE_VOCAB:,} probabilities your function ran out of memory: it builds a V x V array"
-            " (O(V^2), like mass_strictly_above); sort the row instead (O(V log V))",
-            n_cases,
+    where = f"one row of {WIDE_VOCAB:,} probabilities, p=0.9"
+    got, error = call(fn, (probs, 0.9), refused=refused, why=REFUSED_WHY, in_place=SORT_A_COPY)
+    if error is not None and error.startswith("raised MemoryError"):
+        error = (
+            "your function ran out of memory: it builds a V x V array (O(V^2), like mass_strictly_above);"
+            " sort the row instead (O(V log V))"
         )
-    except Exception as error:  # the learner's code may fail in any way; report it
-        return verdict("nucleus_keep", f"raised {type(error).__name__}: {error} on a row of {WIDE_VOCAB:,}", n_cases)
-    if not np.array_equal(got, sorted_keep(probs, 0.9)):
-        return verdict("nucleus_keep", f"wrong mask on one row of {WIDE_VOCAB:,} probabilities with p=0.9", n_cases)
+    if error is not None:
+        return verdict("nucleus_keep", located(error, where), n_cases)
+    expected = sorted_keep(probs, 0.9)
+    if not np.array_equal(np.asarray(got), expected):
+        return verdict("nucleus_keep", located(count_words(got, expected, "mask"), where), n_cases)
     return verdict("nucleus_keep", None, n_cases)
 
 
@@ -288,6 +418,8 @@ def fixed_filter_cases() -> list[tuple]:
         (np.log(np.array([0.5, 0.3, 0.2])).astype(np.float32), 0.50000002),
         (rng.normal(scale=2.0, size=20), 0.9),
         (rng.normal(scale=0.5, size=300), 0.95),
+        # a decimal boundary: the mass above the 0.2s is 0.5, not < p; (0.5 + 0.2) - 0.2 is 0.49999999999999994 < p
+        (np.log(np.array([0.5, 0.2, 0.2, 0.1])), 0.5),
     ]
 
 
@@ -297,10 +429,46 @@ def float32_softmax(logits: np.ndarray) -> np.ndarray:
     return weights / weights.sum()
 
 
-def float32_nucleus(logits: np.ndarray, p: float) -> np.ndarray:
-    """The right rule applied to float32 probabilities (what a fix that keeps the blog's softmax keeps)."""
-    probs = float32_softmax(logits)  # (V,) float32
-    return np.asarray(float32_keep(probs, p))
+def float32_nucleus(logits: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
+    """The right rule applied to float32 probabilities (what a fix that keeps the blog's softmax keeps), both ways."""
+    return float32_keep(float32_softmax(logits), p)  # (V,), (V,) from float32 probabilities
+
+
+def softmax_routes(logits: np.ndarray) -> list[np.ndarray]:
+    """One row's float64 probabilities, computed the ways a fix of the blog's code may compute them.
+
+    specdec.softmax and the blog's formula in float64, each on the logits in token order and in the
+    argsort order of the blog's code (put back in token order): four arrays that may differ in the last bit.
+    """
+    x64 = np.asarray(logits, dtype=np.float64)  # (V,)
+    order = np.argsort(logits)[::-1]  # (V,) the blog's sort
+    routes = []
+    for softmax in (specdec.softmax, float32_softmax):  # float32_softmax keeps the dtype: float64 here
+        in_order, sorted_probs = softmax(x64), softmax(x64[order])  # (V,), (V,)
+        back = np.empty_like(sorted_probs)
+        back[order] = sorted_probs
+        routes += [in_order, back]
+    return routes
+
+
+def mixes_two_softmaxes(logits: np.ndarray, kept: np.ndarray, right: np.ndarray, p: float) -> bool:
+    """Whether a wrong mask is one array of probabilities compared with the crossing probability of another."""
+    routes = softmax_routes(logits)
+    for a in routes:
+        for b in routes:
+            if np.array_equal(a, b):
+                continue
+            mask = a >= crossing_probability(b, p)  # (V,)
+            if np.array_equal(mask, kept) and not np.array_equal(mask, right):
+                return True
+    return False
+
+
+TWO_SOFTMAXES = (
+    "your two probability arrays come from different softmax calls and differ in the last bit (their sums add"
+    " in different orders), so a token at the threshold lands on the wrong side: compute one array of"
+    " probabilities and compare within it (or compare logits with the crossing token's logit)"
+)
 
 
 def check_fixed_nucleus_filter(fn) -> bool:
@@ -308,39 +476,70 @@ def check_fixed_nucleus_filter(fn) -> bool:
     return fixed_filter_verdict(fn, fixed_filter_cases(), refused_in(fn, ("top_p_filter",)))
 
 
+def fixed_filter_diagnosis(logits: np.ndarray, got: np.ndarray, expected: np.ndarray, p: float) -> str:
+    """What is wrong with a filtered row, in words: which rule its kept tokens follow, or how many it keeps."""
+    if got.shape != expected.shape:
+        return count_words(got, expected, "filter's result")
+    kept, right = got > -np.inf, expected > -np.inf  # (V,), (V,)
+    if np.array_equal(kept, right):
+        return "your filter keeps the right tokens, but the kept logits must come back unchanged (and -inf elsewhere)"
+    probs = specdec.softmax(logits)  # (V,) float64
+    rounded = probs.astype(np.float32).astype(np.float64)  # (V,) float32 precision
+    if only_ties_wrong(probs, kept, right):
+        return TIES_NOTE
+    if is_subtraction(probs, kept, right, p):
+        return subtraction_note(probs, p)
+    if mixes_two_softmaxes(logits, kept, right, p):
+        return TWO_SOFTMAXES
+    if np.array_equal(kept, reference_keep(rounded, p)):
+        return "your filter keeps the nucleus of the probabilities rounded to float32 (compute them in float64)"
+    if logits.dtype == np.float32 and any(np.array_equal(kept, m) for m in float32_nucleus(logits, p)):
+        top32, top64 = float32_softmax(logits).max(), probs.max()
+        return (
+            f"your filter keeps the nucleus of float32 probabilities (the top one is {top32:.10f} in float32,"
+            f" {top64:.10f} in float64). Float32 logits are fine, but compute the probabilities from them in"
+            " float64 (specdec.softmax does)"
+        )
+    return (
+        boundary_note(probs, kept, right, p)
+        or crossing_note(probs, kept, right, p, "filter")
+        or count_words(kept, right, "filter")
+    )
+
+
+SHORT_ROW = 10  # longer rows are shown by the tokens kept, not by every value
+
+
+def filter_arrays(logits: np.ndarray, p: float, got: np.ndarray, expected: np.ndarray) -> str:
+    """The case and both results, on one line: every value for a short row, the kept tokens for a long one."""
+    if logits.size <= SHORT_ROW or got.shape != expected.shape:
+        return (
+            f"for logits {precise(logits)} ({logits.dtype}), p={p!r} expected {precise(expected)}, got {precise(got)}"
+        )
+    kept, right = got > -np.inf, expected > -np.inf  # (V,), (V,)
+    differ = np.flatnonzero(kept != right)  # (d,)
+    return (
+        f"for {logits.size} logits {show(logits)} ({logits.dtype}), p={p!r}: expected to keep tokens"
+        f" {np.flatnonzero(right).tolist()}, got {np.flatnonzero(kept).tolist()}; the tokens that differ:"
+        f" {differ.tolist()}, of logits {precise(logits[differ])} and probabilities"
+        f" {precise(specdec.softmax(logits)[differ])}"
+    )
+
+
 def fixed_filter_verdict(fn, cases: list[tuple], refused: dict) -> bool:
     for logits, p in cases:
         got, error = call(fn, (logits, p), refused=refused, why=REFUSED_WHY)
         where = f"for logits {precise(logits)} ({logits.dtype}), p={p!r}"
+        expected = top_p_filter(logits, p)  # (V,) the logits' floating dtype
         if error is None:
-            error = result_problem(got, top_p_filter(logits, p), "filtered logits", shape=False)
+            error = result_problem(got, expected, "filtered logits", shape=False)
         if error is not None:
             return verdict("fixed_nucleus_filter", located(error, where), len(cases))
-        expected = top_p_filter(logits, p).astype(np.float64)
         got_array = np.asarray(got)
-        ok = got_array.shape == expected.shape and np.issubdtype(got_array.dtype, np.floating)
-        if not (ok and np.array_equal(got_array.astype(np.float64), expected)):
-            note = ""
-            if got_array.shape == expected.shape and not ok:
-                note = f": it returned an array of dtype {got_array.dtype}; logits with -inf need a floating dtype"
-            rounded = specdec.softmax(logits).astype(np.float32).astype(np.float64)  # (V,) float32 precision
-            if ok and only_ties_wrong(specdec.softmax(logits), got_array > -np.inf, expected > -np.inf):
-                note = TIES_NOTE
-            elif ok and np.array_equal(got_array > -np.inf, reference_keep(rounded, p)):
-                note = ": that is the nucleus of the probabilities rounded to float32 (compute them in float64)"
-            elif ok and logits.dtype == np.float32 and np.array_equal(got_array > -np.inf, float32_nucleus(logits, p)):
-                top32, top64 = float32_softmax(logits).max(), specdec.softmax(logits).max()
-                note = (
-                    f": that is the nucleus of float32 probabilities (the top one is {top32:.10f} in float32,"
-                    f" {top64:.10f} in float64). Float32 logits are fine, but compute the probabilities from them"
-                    " in float64 (specdec.softmax does)"
-                )
-            elif ok:
-                note = boundary_note(specdec.softmax(logits), got_array > -np.inf, expected > -np.inf, p)
-            return verdict(
-                "fixed_nucleus_filter",
-                f"for logits {precise(logits)} ({logits.dtype}), p={p!r}"
-                f" expected {precise(expected)}, got {precise(got)}{note}",
-                len(cases),
-            )
+        if got_array.shape == expected.shape and np.array_equal(got_array, expected):
+            continue
+        diagnosis = fixed_filter_diagnosis(logits, got_array, expected, p)
+        return verdict(
+            "fixed_nucleus_filter", located(diagnosis, filter_arrays(logits, p, got_array, expected)), len(cases)
+        )
     return verdict("fixed_nucleus_filter", None, len(cases))

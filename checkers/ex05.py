@@ -1,11 +1,12 @@
 """Checkers for the exercises of notebook 05 (the sampling pipeline).
 
-check_pipeline_probs(fn):       fn(logits, params) -> the filtered distribution, like sampling_probs
+check_pipeline_probs(fn):       fn(logits, params) -> the distribution sampling_probs gives
 check_fixed_top_k_top_p(fn):    fn(logits, top_k, top_p) -> probabilities (one row, T = 1), bug fixed
 check_which_order(fn):          fn(logits, params, probs) -> which of ORDERS produced `probs`
 
 The buggy function of exercise 2 and the three pipelines of exercise 3 live here too, so the
-notebook cannot change them by accident.
+notebook cannot change them by accident. The reference is the package's composed_sampling_probs:
+notebook 05's definition of sampling_probs, the one composed-pipeline oracle.
 """
 
 import sys
@@ -17,12 +18,12 @@ import specdec.pipeline
 from checkers import call, located, namesakes, result_problem, show, verdict
 from specdec.logits import softmax
 from specdec.nucleus import top_p_filter
-from specdec.pipeline import SamplingParams, min_p_filter, sampling_probs
+from specdec.pipeline import SamplingParams, composed_sampling_probs
 from specdec.topk import top_k_filter
 
-# The checkers' reference, under a name the refusals below do not replace (they replace `sampling_probs`
-# here too, so that a learner's function cannot reach it through this module).
-REFERENCE_PROBS = sampling_probs
+# The checkers' reference: the pipeline by definition (notebook 05's sampling_probs, which the package
+# keeps as composed_sampling_probs). A learner's function that calls it, under any name, is refused.
+REFERENCE_PROBS = composed_sampling_probs
 
 
 def refused_in(fn, names: tuple[str, ...]) -> dict:
@@ -55,37 +56,57 @@ def article(noun: str) -> str:
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
-MISSING_RETURN = "returned None (is a `return` missing?)"
+ALL_ZERO = "no token survived (an all-zero row), so the final division is 0/0"
 
 
-def compare_probs(got, expected: np.ndarray) -> tuple[tuple, str] | None:
-    """None when `got` is the same distribution as `expected`, else (the first bad row, what is wrong there)."""
-    if got is None:
-        return (), MISSING_RETURN
-    try:
-        got = np.asarray(got)
-    except (TypeError, ValueError) as error:  # a ragged list, say
-        return (), f"returned something that is not an array ({error}); expected an array of shape {expected.shape}"
-    if got.shape != expected.shape:
-        return (), f"got shape {got.shape}, expected {expected.shape}"
-    if got.dtype != np.float64:
-        what = f"returned {got.dtype} probabilities; float64 is asked"
-        if got.dtype.kind == "f" and np.allclose(got, expected, rtol=1e-5, atol=1e-7):
-            what += " (the values are right to float32 precision: only the precision is wrong)"
-        return (), what
+def temperature_trap(args: tuple, failure: str) -> str | None:
+    """What a crash or a NaN result means on exercise 1's two temperature traps; None on other cases.
+
+    At T = 0 a pipeline that divides by T gets inf or NaN logits, which the filters refuse. At a
+    temperature so small that x / T overflows (T = 1e-308), dividing before subtracting the row
+    maximum gives inf (and inf - inf = NaN); subtracting the batch's maximum instead of each row's
+    own turns a whole row into -inf. `failure`: the exception's text, or "NaN" for a NaN result.
+    """
+    if not any(word in failure for word in ("inf", "NaN", "ZeroDivisionError", "FloatingPointError")):
+        return None
+    logits, params = args
+    temperature = params.temperature
+    if temperature == 0:
+        return "at temperature 0 your code divided by T (T = 0 means greedy: one-hot on the first maximum)"
+    x = np.asarray(logits, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        overflows = bool(np.isinf(np.abs(x[np.isfinite(x)]).max(initial=0.0) / temperature))
+    if not overflows:
+        return None
+    if "entirely -inf" in failure:
+        return (
+            f"a whole row became -inf at T = {temperature:g}: subtract each row's own maximum"
+            " (x.max(axis=-1, keepdims=True)), not the batch's, before dividing"
+        )
+    return f"x / T overflowed to inf for T = {temperature:g}: subtract the row maximum before dividing"
+
+
+def compare_probs(got: np.ndarray, expected: np.ndarray, cause: str | None = None) -> tuple[tuple, str] | None:
+    """None when `got` is the same distribution as `expected`, else (the first bad row, what is wrong there).
+
+    `got` has expected's dtype and shape already (result_problem says what is wrong otherwise). The
+    message says what is wrong first, the probabilities after; `cause` is said first for a NaN row
+    (else an all-NaN row is named as the 0/0 of a row that kept nothing).
+    """
     close = np.isclose(got, expected, rtol=1e-9, atol=1e-12) & ((got > 0) == (expected > 0))  # (..., V)
     if close.all():
         return None
     row = tuple(int(i) for i in np.argwhere(~close.all(axis=-1))[0]) if expected.ndim > 1 else ()
     kept_got, kept_expected = np.flatnonzero(got[row] > 0).tolist(), np.flatnonzero(expected[row] > 0).tolist()
     if np.isnan(got[row]).any():
-        return row, f"got NaN: {whole(got[row])}"
+        cause = cause or (ALL_ZERO if np.isnan(got[row]).all() else None)
+        return row, f"{cause + ': ' if cause else ''}got NaN: {whole(got[row])}"
     if kept_got != kept_expected:
         return row, f"kept tokens {kept_got}, expected {kept_expected}"
-    what = f"same kept tokens, but probabilities {precise(got[row])}, expected {precise(expected[row])}"
+    values = f"{precise(got[row])}, expected {precise(expected[row])}"
     if np.allclose(got[row], expected[row], rtol=1e-5, atol=1e-7):
-        what += " (right only to about float32 precision: compute in float64, compared to 1e-9)"
-    return row, what
+        return row, f"right only to about float32 precision (compute in float64: compared to 1e-9): got {values}"
+    return row, f"same kept tokens, wrong probabilities: got {values}"
 
 
 def describe_input(args: tuple, row: tuple, names: tuple = (), source: str = "") -> str:
@@ -113,22 +134,37 @@ def describe_input(args: tuple, row: tuple, names: tuple = (), source: str = "")
 
 
 def check_probs_cases(
-    name: str, fn, cases: list[tuple], reference, names: tuple = (), source: str = "", refused=None, asked: str = ""
+    name: str,
+    fn,
+    cases: list[tuple],
+    reference,
+    names: tuple = (),
+    source: str = "",
+    refused=None,
+    asked: str = "",
+    trap=None,
 ) -> bool:
     """Run fn(*case) and compare with reference(*case): same kept set, same probabilities, input untouched.
 
     `source` names the function that made `cases` (e.g. "ex05.pipeline_cases()"): a counterexample
-    quotes `source[i]`, the exact arguments of the failing case.
+    quotes `source[i]`, the exact arguments of the failing case. `trap(case, failure)`, if given, says
+    what a crash or a NaN result on that case usually means (said first), or None.
     """
     for i, args in enumerate(cases):
         got, error = call(fn, args, refused=refused, why=f"this exercise asks you to {asked}")
         if error is not None:
-            crashed = source and error.startswith("raised")  # not for "not attempted yet"
-            return verdict(name, error + (f" (the exact arguments: {source}[{i}])" if crashed else ""), len(cases))
+            crashed = error.startswith("raised")  # not for "not attempted yet" or a refused call
+            cause = trap(args, error) if crashed and trap else None
+            if cause:
+                error = f"{cause}; your function {error}"
+            return verdict(
+                name, error + (f" (the exact arguments: {source}[{i}])" if crashed and source else ""), len(cases)
+            )
         expected = reference(*args)
         kind = result_problem(got, expected, "probabilities")
-        problem = ((), kind) if kind is not None else compare_probs(got, expected)
-        if problem is not None:  # the diagnosis first, then the input (rows of up to 40 logits)
+        cause = trap(args, "NaN") if trap else None
+        problem = ((), kind) if kind is not None else compare_probs(got, expected, cause)
+        if problem is not None:  # the diagnosis first, then the input (rows of up to 64 logits)
             row, what = problem
             where = describe_input(args, row, names, f"{source}[{i}]" if source else "")
             return verdict(name, located(what, f"for {where}"), len(cases))
@@ -136,26 +172,6 @@ def check_probs_cases(
 
 
 # --- Exercise 1: the pipeline composed from the filters ---------------------------------------
-
-
-def reference_pipeline(logits, params: SamplingParams) -> np.ndarray:
-    """The obvious composition, filter after filter on logits: softmax(min_p(top_p(top_k(x / T)))).
-
-    Each filter works on logits and computes its own softmax, so the survivors of one filter are
-    renormalised before the next looks at them (a -inf logit has probability exactly 0).
-    Subtracting the row maximum before dividing by T keeps a tiny T from making +inf or NaN.
-    """
-    x = np.asarray(logits, dtype=np.float64)  # (..., V)
-    if params.temperature == 0:
-        return softmax(x, 0)  # greedy: one-hot on the first maximum
-    z = (x - x.max(axis=-1, keepdims=True)) / params.temperature  # (..., V) all <= 0
-    if params.top_k is not None:
-        z = top_k_filter(z, params.top_k)
-    if params.top_p < 1:
-        z = top_p_filter(z, params.top_p)
-    if params.min_p > 0:
-        z = min_p_filter(z, params.min_p)
-    return softmax(z)
 
 
 # Weights 1, 1/2, 1/4, 1/4 and 32 tokens of 1/16: exact binary fractions (their exp(log) is exact), so
@@ -194,7 +210,7 @@ def pipeline_cases() -> list[tuple]:
     ]
 
 
-REFERENCES = ("sampling_probs", "composed_sampling_probs", "reference_pipeline", "top_k_top_p")
+REFERENCES = ("sampling_probs", "composed_sampling_probs", "top_k_top_p")
 
 
 def check_pipeline_probs(fn) -> bool:
@@ -211,6 +227,7 @@ def check_pipeline_probs(fn) -> bool:
         source="ex05.pipeline_cases()",
         refused=refused_in(fn, REFERENCES),
         asked=asked,
+        trap=temperature_trap,
     )
 
 
@@ -272,6 +289,10 @@ def check_fixed_top_k_top_p(fn) -> bool:
 
 # --- Exercise 3: which order made this output? -----------------------------------------------
 
+NO_ORDER_MATCHED = (
+    "returned None: a `return` is missing, or none of your three orders reproduced `probs` (compare the kept sets"
+    " `probs > 0` first)"
+)
 ORDERS = ("temperature, top-k, top-p", "temperature, top-p, top-k", "top-k, top-p, temperature")
 
 
@@ -316,18 +337,19 @@ def check_which_order(fn) -> bool:
     refused = refused_in(fn, ("filtered_in_order",))
     for i, (logits, params, probs, answer) in enumerate(cases):
         got, error = call(fn, (logits, params, probs), refused=refused, why=f"this exercise asks you to {asked}")
-        exact = f"(the exact arguments: ex05.which_order_cases()[{i}][:3])"
+        exact = f"the exact arguments: ex05.which_order_cases()[{i}][:3]"
         if error is not None:
-            return verdict("which_order", f"{error} {exact}" if error.startswith("raised") else error, len(cases))
-        if not isinstance(got, str) or got != answer:
-            kept = np.flatnonzero(probs > 0).tolist()
-            said = f"you said {got!r}" + ("" if isinstance(got, str) else f" ({article(type(got).__name__)})")
+            return verdict("which_order", f"{error} ({exact})" if error.startswith("raised") else error, len(cases))
+        if not isinstance(got, str) or got != answer:  # the diagnosis first, the case after
             if got is None:
-                said = f"your function {MISSING_RETURN}"
-            return verdict(
-                "which_order",
-                f"{said}, but this output came from {answer!r}; return one of the strings in ex05.ORDERS"
-                f" (for logits {whole(logits)} with {describe(params)}, the output keeps tokens {kept}; {exact})",
-                len(cases),
-            )
+                said = f"your function {NO_ORDER_MATCHED};"
+            elif not isinstance(got, str):
+                kind = "numpy array" if isinstance(got, np.ndarray) else type(got).__name__
+                said = f"your function returned {article(kind)}, not a string: {show(got)};"
+            else:
+                said = f"you said {got!r}, but"
+            failure = f"{said} this output came from {answer!r}; return one of the strings in ex05.ORDERS"
+            kept = np.flatnonzero(probs > 0).tolist()
+            where = f"for logits {whole(logits)} with {describe(params)}, the output keeps tokens {kept}; {exact}"
+            return verdict("which_order", located(failure, where), len(cases))
     return verdict("which_order", None, len(cases))

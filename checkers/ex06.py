@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from checkers import NOT_ATTEMPTED, attempt, located, namesakes, result_problem, show, verdict
+from checkers import attempt, located, namesakes, result_problem, show, verdict
 from specdec.protocol import TokenHistory
 
 
@@ -30,9 +30,7 @@ def attempt_on(
     outcome = attempt(fn, args, refused=refused, why=why, must_draw=must_draw, **policy)
     if outcome.failure is None:
         return outcome.result, None
-    if outcome.failure == NOT_ATTEMPTED:
-        return None, NOT_ATTEMPTED
-    return None, located(outcome.failure.split(" for input ")[0], where)
+    return None, located(outcome.failure, where)  # `where` replaces an exception's raw input
 
 
 def dtype_name(value) -> str | None:
@@ -64,6 +62,9 @@ def reference_bits_and_perplexity(log_probs) -> tuple[float, float]:
 def bits_cases() -> list[tuple]:
     rng = np.random.default_rng(60)
     heldout_like = np.log(rng.dirichlet(np.ones(98), size=200)[np.arange(200), rng.integers(0, 98, 200)])  # (200,)
+    # Many float32 entries: their mean taken in float32 (the input's dtype) is off by 7e-8, relatively.
+    rng_many = np.random.default_rng(65)
+    many = np.log(rng_many.dirichlet(np.ones(98), size=4096)[np.arange(4096), rng_many.integers(0, 98, 4096)])
     return [
         (np.log(np.full(4, 0.5)),),  # a fair coin per token: 1 bit, perplexity 2
         (np.log(np.full(3, 0.25)),),  # 2 bits, perplexity 4
@@ -75,9 +76,10 @@ def bits_cases() -> list[tuple]:
         (np.log(np.array([[0.5, 0.25], [0.125, 0.125]])),),  # a (W, T) batch: average over every token
         (np.log(np.array([[[0.5], [0.25]], [[0.5], [0.125]]])),),  # (2, 2, 1): any shape
         (np.array(math.log(0.25)),),  # one token, as a 0-d array: 2 bits
-        (np.log(np.array([0.5, 0.25], dtype=np.float32)),),  # float32 log-probabilities
         (np.array([-800.0, -1.0]),),  # a probability of e^-800 underflows to 0 if you exponentiate first
         (np.array([-100.0, -100.0], dtype=np.float32),),  # float32 in: 2 ** 144.3 overflows unless computed in float64
+        (np.log(np.array([0.5, 0.25], dtype=np.float32)),),  # float32 log-probabilities
+        (many.astype(np.float32),),  # (4096,) float32: a mean taken in float32 shows here
         (heldout_like,),
         (np.array([math.log(0.5), -math.inf]),),  # a token the model called impossible: infinitely surprised
     ]
@@ -92,40 +94,144 @@ def number(value) -> str:
     return text if any(char in text for char in ".en") else text + ".0"  # 1.0, not 1; inf and nan as they are
 
 
-def unchanged(given, original) -> bool:
-    """Whether the learner's function left the argument it was given as it was (NaN equal to NaN)."""
-    if isinstance(original, np.ndarray):
-        return isinstance(given, np.ndarray) and np.array_equal(given, original, equal_nan=True)
-    return list(given) == list(original)
-
-
-def same_number(got, expected: float) -> bool:
+def same_number(got, expected: float, rel_tol: float = 1e-6) -> bool:
     try:
         got = float(got)
     except (TypeError, ValueError):
         return False
     if math.isinf(expected):
         return got == expected
-    return math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9)
+    return math.isclose(got, expected, rel_tol=rel_tol, abs_tol=1e-9)
 
 
-def bits_diagnosis(got, log_probs) -> str:
+def low_precision(value) -> str | None:
+    """'float32' or 'float16' when a result is a number of that dtype (a numpy scalar or array), else None."""
+    dtype = dtype_name(value)
+    return dtype if dtype in ("float32", "float16") else None
+
+
+def float32_rounding(got, exact: float) -> float | None:
+    """The relative error of a number that is right only to about float32's 7 digits, else None.
+
+    float64 arithmetic errs by about 1e-16 here; float32 arithmetic (a float32 input kept as float32, or
+    np.asarray(..., dtype=np.float32)) by about 1e-7, however the result is returned.
+    """
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(got) and math.isfinite(exact)) or exact == 0:
+        return None
+    error = abs(got - exact) / abs(exact)
+    return error if 1e-12 < error <= 1e-5 else None
+
+
+def bits_diagnosis(got, log_probs) -> str | None:
     """What a wrong number of bits is, when it is a well-known slip."""
     log_probs = np.asarray(log_probs, dtype=np.float64)
     nats = float(-log_probs.mean())
     slips = [
-        (nats, "the mean of -ln p, in nats: divide by ln 2 for bits"),
-        (nats * math.log(2), "the nats multiplied by ln 2: divide by it instead"),
-        (nats / math.log(10), "the mean of -log10 p: bits are base-2 logarithms"),
-        (float(-log_probs.sum() / math.log(2)), "the total over every token: the bits per token are a mean"),
+        (nats, "your bits are the mean of -ln p, in nats: divide by ln 2 for bits"),
+        (nats * math.log(2), "your bits are the nats multiplied by ln 2: divide by it instead"),
+        (nats / math.log(10), "your bits are the mean of -log10 p: bits are base-2 logarithms"),
+        (
+            float(-log_probs.sum() / math.log(2)),
+            "your bits are the total over every token: the bits per token are a mean",
+        ),
     ]
     mean_probability = float(np.exp(log_probs).mean())
     if mean_probability > 0:
-        slips.append((-math.log2(mean_probability), "-log2 of the mean probability: average the log-probabilities"))
+        slips.append(
+            (-math.log2(mean_probability), "your bits are -log2 of the mean probability: average the log-probabilities")
+        )
     for value, what in slips:
         if same_number(got, value) and not math.isinf(value):
-            return f" (that is {what})"
-    return ""
+            return what
+    return None
+
+
+def power(base: float, exponent: float) -> float:
+    """base ** exponent as a float, inf where Python's float power would raise OverflowError."""
+    try:
+        return base**exponent
+    except OverflowError:
+        return math.inf
+
+
+CONVERT = "compute in float64, as asked: np.asarray(log_probs, dtype=np.float64) converts the input"
+
+
+def perplexity_overflow(got_perplexity, perplexity: float, expected: str) -> str | None:
+    """The message for a float32 (or float16) perplexity that overflowed where float64's does not, else None."""
+    low = low_precision(got_perplexity)
+    if low and perplexity > float(np.finfo(low).max):
+        largest = float(np.finfo(low).max)
+        return f"your function computes in {low}, which overflows above {largest:.2g}: {expected}; {CONVERT}"
+    return None
+
+
+def float32_message(got_bits, bits: float, rounding: float, consequence: str) -> str:
+    """Bits right to float32's 7 digits only: the cause, then what it did (`consequence`)."""
+    low = low_precision(got_bits)
+    returned = f" (returned as {low})" if low else ""
+    return (
+        f"your function computes in float32 arithmetic: its bits per token{returned}, {float(got_bits)!r},"
+        f" match {bits!r} to float32's 7 digits only (a relative error of {rounding:.0e}; float64 arithmetic"
+        f" errs by about 1e-16){consequence}; {CONVERT}"
+    )
+
+
+def bits_problem(got, log_probs) -> str | None:
+    """What is wrong with a pair (bits, perplexity), the cause first: float32 arithmetic, a known slip, or the value."""
+    bits, perplexity = reference_bits_and_perplexity(log_probs)
+    got_bits, got_perplexity = got
+    if np.ndim(got_bits) > 0:  # mean(axis=-1) and the like: one figure per row
+        return (
+            f"your function returned bits of shape {np.shape(got_bits)} where one number is asked: average over every"
+            f" entry (np.mean with no axis): expected {number(bits)} bits per token, got {show(got_bits)}"
+        )
+    expected_bits = f"expected {number(bits)} bits per token, got {number(got_bits)}"
+    # A float32 input averaged in float32 is right to about 1e-8 only: float64, as asked, errs by about 1e-16.
+    float32_input = isinstance(log_probs, np.ndarray) and log_probs.dtype != np.float64
+    if not same_number(got_bits, bits, rel_tol=1e-9 if float32_input else 1e-6):
+        expected = f"expected perplexity {number(perplexity)} = 2 ** bits, got {number(got_perplexity)}"
+        overflowed = perplexity_overflow(got_perplexity, perplexity, expected)
+        if overflowed:
+            return overflowed
+        rounding = float32_rounding(got_bits, bits)
+        if rounding is not None:  # the two values are in the message, to their last digit
+            averages = " (np.mean of a float32 array averages in float32)" if float32_input else ""
+            return float32_message(got_bits, bits, rounding, averages)
+        low = low_precision(got_bits)
+        if low and math.isclose(float(got_bits), bits, rel_tol=2e-3):
+            return (
+                f"your function returned {low} bits, right only to {low} precision: {expected_bits}; float64 is"
+                " asked, and np.asarray(log_probs, dtype=np.float64) converts the input"
+            )
+        slip = bits_diagnosis(got_bits, log_probs)
+        return f"{slip}: {expected_bits}" if slip else f"wrong bits per token: {expected_bits}"
+    if same_number(got_perplexity, perplexity):
+        return None
+    expected = f"expected perplexity {number(perplexity)} = 2 ** bits, got {number(got_perplexity)}"
+    overflowed = perplexity_overflow(
+        got_perplexity, perplexity, expected
+    )  # a float32 perplexity overflows where float64's does not
+    if overflowed:
+        return overflowed
+    rounding = float32_rounding(got_bits, bits)
+    if rounding is not None and same_number(got_perplexity, power(2.0, float(got_bits))):
+        return float32_message(got_bits, bits, rounding, f", and 2 ** bits magnifies that rounding error: {expected}")
+    slips = [
+        (power(math.e, float(got_bits)), "your perplexity is e ** bits: it is 2 ** bits"),
+        (
+            power(2.0, float(got_bits) * math.log(2)),
+            "your perplexity is 2 to the nats (the mean of -ln p): raise 2 to the bits",
+        ),
+    ]
+    slip = next((what for value, what in slips if same_number(got_perplexity, value)), None)
+    return (
+        f"{slip}: {expected}" if slip else f"the bits are right ({number(bits)}), but the perplexity is not: {expected}"
+    )
 
 
 def check_bits_and_perplexity(fn) -> bool:
@@ -135,32 +241,14 @@ def check_bits_and_perplexity(fn) -> bool:
     for (log_probs,) in cases:
         array = np.asarray(log_probs)
         plain = array.ndim == 1 and array.dtype == np.float64
-        where = f"for log_probs {show(log_probs)}" + ("" if plain else f" ({array.dtype}, shape {array.shape})")
-        given = np.copy(log_probs) if isinstance(log_probs, np.ndarray) else list(log_probs)
+        where = f"log_probs {show(log_probs)}" + ("" if plain else f", {array.dtype}, shape {array.shape}")
         in_place = "compute on a copy (log_probs / ... makes a new array, /= does not)"
-        got, error = attempt_on(fn, (given,), where, in_place=in_place)
+        got, error = attempt_on(fn, (log_probs,), where, in_place=in_place)
         if error is None and not (isinstance(got, tuple | list) and len(got) == 2):
-            error = f"{where} expected a pair (bits, perplexity), got {show(got)}"
+            error = located(f"your function returned {show(got)} where a pair (bits, perplexity) is asked", where)
         if error is None:
-            bits, perplexity = reference_bits_and_perplexity(log_probs)
-            if not same_number(got[0], bits):
-                slip = bits_diagnosis(got[0], log_probs)
-                low = dtype_name(got[0])
-                if not slip and low in ("float32", "float16") and math.isclose(float(got[0]), bits, rel_tol=2e-3):
-                    slip = f" (right only to {low} precision: float64 is asked; convert the input first)"
-                error = f"{where} expected {number(bits)} bits per token, got {number(got[0])}{slip}"
-            elif not same_number(got[1], perplexity):
-                overflow = ""
-                low = dtype_name(got[1])
-                if low in ("float32", "float16") and perplexity > float(np.finfo(low).max):
-                    overflow = (
-                        f" ({low} overflows above {float(np.finfo(low).max):.2g}: compute in float64, as asked;"
-                        " np.asarray(log_probs, dtype=np.float64) converts the input)"
-                    )
-                error = (
-                    f"{where} the bits are right ({number(bits)}), but expected perplexity {number(perplexity)} "
-                    f"= 2 ** bits, got {number(got[1])}{overflow}"
-                )
+            problem = bits_problem(got, log_probs)
+            error = None if problem is None else located(problem, where)
         if error is not None:
             return verdict(name, error, len(cases))
     return verdict(name, None, len(cases))
@@ -240,11 +328,48 @@ def token_list(got) -> list[int] | None:
     return [int(t) for t in array.reshape(-1)]
 
 
+def tokens_problem(got, expected: list[int], n_new: int, drawn: bool) -> str | None:
+    """What is wrong with the learner's tokens, said first (None when they are generate's)."""
+    got_list = token_list(got)
+    if got_list == expected:
+        return None
+    values = f"expected the tokens {expected}, got {show(got)}"
+    if got_list is None:
+        return f"your function returned {show(got)} where a list of integer token ids is asked: expected {expected}"
+    if len(got_list) < len(expected) and got_list and got_list[-1] == 0:
+        return f"your tokens stop after token 0, but this exercise has no end token: return max_new_tokens; {values}"
+    if len(got_list) != len(expected):
+        count = f"{len(got_list)} token{'' if len(got_list) == 1 else 's'}"
+        return f"your function returned {count} where max_new_tokens is {n_new}: {values}"
+    how = " (each drawn with sample_token(logits, params, rng), from the last row of logits)" if drawn else ""
+    return f"wrong tokens{how}: {values}"
+
+
+def first_token_from_row_zero(prompt, n_new: int, params, seed: int | None) -> list[int]:
+    """The tokens of a loop that draws the first new token from row 0 of the prompt's logits, not row -1."""
+    from specdec.pipeline import sample_token  # here: importing ex06 must not need the pipeline
+
+    model, rng = CountingModel(), None if seed is None else np.random.default_rng(seed)
+    state, tokens = model.start(), []
+    logits = model.score(np.asarray(prompt, dtype=np.int64), state)[0]  # (V,) after the prompt's first token
+    while len(tokens) < n_new:
+        tokens.append(int(sample_token(logits, params, rng)))
+        if len(tokens) < n_new:
+            logits = model.score([tokens[-1]], state)[0]  # (V,)
+    return tokens
+
+
+ROW_ZERO = (
+    "the first new token must come from the last row of the prompt's logits ([-1]): row 0 is the distribution"
+    " after the prompt's first token"
+)
+
+
 def check_generate_tokens(fn) -> bool:
     """fn(model, prompt_tokens, max_new_tokens, params, rng) must return the tokens `generate` would,
     with one call for the prompt and one per new token but the last, scoring each position once.
     Calling `generate` itself (specdec's, or the notebook's) is refused."""
-    from specdec.generation import generate
+    from specdec import generation  # here: importing ex06 must not need the pipeline
 
     name = "generate_tokens"
     cases = generate_cases()
@@ -254,51 +379,39 @@ def check_generate_tokens(fn) -> bool:
         where = f"prompt_tokens {shown}, max_new_tokens {n_new}, {params}, {rng_text}"
         model = CountingModel()
         rng = None if seed is None else np.random.default_rng(seed)
-        given = prompt.copy() if isinstance(prompt, np.ndarray) else list(prompt)
-        refused = namesakes(fn, ("generate",))  # the notebook's own generate, and any alias of it
-        refused["generate"].append(generate)
+        refused = namesakes(fn, ("generate",), generation)  # the package's, the notebook's, any alias
         why = "the loop this exercise asks you to write yourself"
         in_place = "the prompt is the caller's; collect the new tokens in a list of your own"
         must_draw = rng is not None and params.temperature > 0 and n_new > 0
-        got, error = attempt_on(
-            fn, (model, given, n_new, params, rng), f"for {where}", refused, why, in_place, must_draw
-        )
+        got, error = attempt_on(fn, (model, prompt, n_new, params, rng), where, refused, why, in_place, must_draw)
         if error is not None:
             return verdict(name, error, len(cases))
         reference_model = CountingModel()
-        reference = generate(
+        reference = generation.generate(
             reference_model, prompt, n_new, params, None if seed is None else np.random.default_rng(seed)
         )
         expected = reference.tokens.tolist()
-        got_list = token_list(got)
-        if got_list != expected:
-            draw = "" if seed is None else " (each drawn with sample_token(logits, params, rng))"
-            note = ""
-            if got_list is None and got is not None:
-                note = ": return a list of integer token ids"
-            elif got_list is not None and len(got_list) < len(expected) and got_list and got_list[-1] == 0:
-                note = ": it stops after token 0, but this exercise has no end token; return max_new_tokens tokens"
-            elif got_list is not None and len(got_list) != len(expected):
-                note = f": {len(got_list)} token{'' if len(got_list) == 1 else 's'} where max_new_tokens is {n_new}"
-            return verdict(
-                name, f"for {where}: expected the tokens {expected}{draw}, got {show(got)}{note}", len(cases)
+        problem = tokens_problem(got, expected, n_new, drawn=seed is not None)
+        if (
+            problem is not None
+            and len(prompt) > 1
+            and token_list(got) == first_token_from_row_zero(prompt, n_new, params, seed)
+        ):
+            problem = f"{ROW_ZERO}; expected the tokens {expected}, got {show(got)}"
+        if problem is None and model.calls != reference_model.calls:
+            problem = (
+                f"the right tokens, but {model.calls} model call{'' if model.calls == 1 else 's'} where"
+                f" {reference_model.calls} suffice: the prompt in one call, then one call per new token except the"
+                " last (nothing comes after it)"
             )
-        if model.calls != reference_model.calls:
-            return verdict(
-                name,
-                f"for {where}: the right tokens, but {model.calls} model call{'' if model.calls == 1 else 's'} where "
-                f"{reference_model.calls} suffice: "
-                "the prompt in one call, then one call per new token except the last (nothing comes after it)",
-                len(cases),
+        if problem is None and (model.positions != reference_model.positions or model.states > 1):
+            problem = (
+                f"the right tokens, but the model scored {model.positions} positions with {model.states} state(s)"
+                f" where {reference_model.positions} with one state suffice: keep one decoding state and feed it"
+                " only the new token"
             )
-        if model.positions != reference_model.positions or model.states > 1:
-            return verdict(
-                name,
-                f"for {where}: the right tokens, but the model scored {model.positions} positions with "
-                f"{model.states} state(s) where {reference_model.positions} with one state suffice: keep one "
-                "decoding state and feed it only the new token",
-                len(cases),
-            )
+        if problem is not None:
+            return verdict(name, located(problem, where), len(cases))
     return verdict(name, None, len(cases))
 
 
@@ -357,7 +470,7 @@ def check_bigram_probs(fn) -> bool:
     name = "bigram_probs"
     cases = bigram_cases()
     for tokens, vocab_size in cases:
-        where = f"for tokens {described(tokens)}, vocab_size {vocab_size}"
+        where = f"tokens {described(tokens)}, vocab_size {vocab_size}"
         got, error = attempt_on(fn, (tokens, vocab_size), where)
         if error is None:
             error = bigram_problem(fn, got, tokens, vocab_size)
@@ -367,25 +480,42 @@ def check_bigram_probs(fn) -> bool:
     return verdict(name, None, len(cases))
 
 
-def bigram_problem(fn, got, tokens, vocab_size: int) -> str | None:
-    """What is wrong with one answer of bigram_probs, in words (None when it is right)."""
-    expected = reference_bigram_probs(tokens, vocab_size)
-    kind = result_problem(got, expected, "probabilities", shape=False)
-    got_array = np.asarray(got) if kind is None or "returned float" in kind else None
-    if got_array is not None and got_array.shape != expected.shape:
-        return kind or f"your function returned shape {got_array.shape} where {expected.shape} is asked"
-    if got_array is None:
-        return kind
-    close = np.isclose(got_array.astype(np.float64), expected, rtol=1e-9, atol=1e-12)
-    near = np.allclose(got_array.astype(np.float64), expected, rtol=1e-5, atol=1e-7)
-    if kind is not None:  # another float dtype: say whether the values are right too
-        return kind + (
-            " (the values are right)"
-            if close.all()
-            else " (right only to that precision: count and divide in float64)"
-            if near
-            else ""
+def distinct_pairs_table(tokens, vocab_size: int) -> np.ndarray:
+    """The table of counts[a, b] += 1 with fancy indexing: each distinct pair counted once, add-one smoothed."""
+    tokens = np.asarray(tokens, dtype=np.int64)  # (n,)
+    seen = np.zeros((vocab_size, vocab_size))  # (V, V)
+    seen[tokens[:-1], tokens[1:]] = 1
+    return (seen + 1) / (seen + 1).sum(axis=1, keepdims=True)
+
+
+def named_slip(got: np.ndarray, expected: np.ndarray, tokens, vocab_size: int) -> str | None:
+    """The cause of a wrong table, when it is one of the slips learners were seen to make (else None)."""
+
+    def same(table) -> bool:
+        return table.shape == got.shape and bool(np.allclose(got, table, rtol=1e-9, atol=1e-12))
+
+    if same(distinct_pairs_table(tokens, vocab_size)):
+        return (
+            "a pair that occurs more than once was counted once: fancy-indexed += adds 1 per distinct index;"
+            " use np.add.at or np.bincount"
         )
+    if same(expected.T):
+        return "your table is transposed: row a is the token before (P[a, b] = P(next b | previous a))"
+    if np.allclose(got.sum(axis=0), 1) and not np.allclose(got.sum(axis=1), 1):
+        return "your columns sum to 1, not your rows: row a is the distribution of the token after a (axis=1)"
+    return None
+
+
+def bigram_problem(fn, got, tokens, vocab_size: int) -> str | None:
+    """What is wrong with one answer of bigram_probs, in words, the cause first (None when it is right)."""
+    expected = reference_bigram_probs(tokens, vocab_size)
+    kind = result_problem(got, expected, "probabilities", shape=False)  # a list, a dtype: said first
+    if kind is not None:
+        return kind
+    got_array = np.asarray(got)
+    if got_array.shape != expected.shape:
+        return f"your function returned shape {got_array.shape} where {expected.shape} is asked"
+    close = np.isclose(got_array, expected, rtol=1e-9, atol=1e-12)  # (V, V)
     if close.all():
         return None
     overflow = wraps_around(fn, tokens, vocab_size, expected)
@@ -393,10 +523,16 @@ def bigram_problem(fn, got, tokens, vocab_size: int) -> str | None:
         return overflow
     a = int(np.flatnonzero(~close.all(axis=1))[0])
     b = int(np.flatnonzero(~close[a])[0])
+    total = float(np.sum(got_array[a]))
+    what = named_slip(got_array, expected, tokens, vocab_size)
+    if what is None and abs(total - 1) > 1e-9:
+        what = f"row {a} of your table sums to {total:.6g}, not 1"
+        if a == int(np.asarray(tokens)[-1]):
+            what += f" (token {a} is the last token: its row counts only tokens that have a follower, tokens[:-1])"
+    what = what or "a wrong probability"
     return (
-        f"P[{a}, {b}] (token {b} after token {a}) expected {expected[a, b]:.6g}, got {float(got_array[a, b]):.6g};"
-        f" row {a} expected {show(expected[a])}, got {show(got_array[a])}"
-        f" (row sum {float(np.sum(got_array[a], dtype=np.float64)):.6g})"
+        f"{what}: P[{a}, {b}] (token {b} after token {a}) expected {expected[a, b]:.6g}, got"
+        f" {float(got_array[a, b]):.6g}; row {a} expected {show(expected[a])}, got {show(got_array[a])}"
     )
 
 
@@ -488,40 +624,40 @@ def cached_keys_and_values(w: dict, tokens) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cache_step_problem(got, expected: np.ndarray, cache: dict, w: dict, seen: list[int], before: int) -> str | None:
-    """What is wrong with one call's result (logits for positions before..len(seen)-1) and the cache after it."""
+    """What is wrong with one call's result (logits for positions before..len(seen)-1) and the cache after it,
+    the diagnosis first and the call it happened in after."""
     step = len(seen) - before
     scored = f"position {before}" if step == 1 else f"positions {before}..{before + step - 1}"
     cached = f"{before} token{'' if before == 1 else 's'} already cached"
     call_text = f"in the call that scored {scored} ({cached})"
-    kind = result_problem(got, expected, "logits", shape=False)
+    kind = result_problem(got, expected, "logits", shape=False)  # a list, a dtype: said first
     if kind is not None:
-        return f"{kind} ({call_text})"
-    dtype = dtype_name(got)
+        return f"{kind}, {call_text}"
     got = np.asarray(got)
     if got.shape != expected.shape:
-        return f"{call_text}, expected logits of shape {expected.shape} (one row per new token), got shape {got.shape}"
-    close = np.isclose(got.astype(np.float64), expected, rtol=1e-9, atol=1e-9).all(axis=1)  # (step,)
+        return (
+            f"your function returned logits of shape {got.shape} where {expected.shape} is asked (one row per new"
+            f" token), {call_text}"
+        )
+    close = np.isclose(got, expected, rtol=1e-9, atol=1e-9).all(axis=1)  # (step,)
     if not close.all():
         row = int(np.argmin(close))
         if np.isnan(got[row]).any():
             what = "contains NaN (was every score of that row -inf? a position may always see itself)"
         else:
             what = f"differs from a full recompute by up to {float(np.abs(got[row] - expected[row]).max()):.3g}"
-        precision = f" (and it returned {dtype} logits; the model computes in float64)" if dtype != "float64" else ""
-        return f"{call_text}, row {row} (position {before + row}) {what}{precision}"
-    if dtype != "float64":
-        return f"{call_text}, the values are right, but it returned {dtype} logits; float64 is asked"
+        return f"row {row} (position {before + row}) {what}, {call_text}"
     if cache.get("length") != len(seen):
-        return f"after scoring {len(seen)} tokens, cache['length'] is {show(cache.get('length'))}, not {len(seen)}"
+        return f"cache['length'] is {show(cache.get('length'))} after scoring {len(seen)} tokens, not {len(seen)}"
     keys, values = cached_keys_and_values(w, seen)  # (len(seen), d) each
     for name, want in (("keys", keys), ("values", values)):
         held = np.asarray(cache[name])[: len(seen)]
         wrong = ~np.isclose(held, want, rtol=1e-9, atol=1e-9).all(axis=1)
         if wrong.any():
             return (
-                f"{call_text}, the logits are right, but afterwards cache['{name}'][{int(np.argmax(wrong))}] is not "
-                "that position's "
-                f"{name[:-1]}: a step must store the key and value of every new position in the cache"
+                f"the logits are right, but afterwards cache['{name}'][{int(np.argmax(wrong))}] is not that"
+                f" position's {name[:-1]}: a step must store the key and value of every new position in the cache,"
+                f" {call_text}"
             )
     return None
 
@@ -530,7 +666,6 @@ def check_cached_score(fn) -> bool:
     """fn(w, cache, tokens) must give, for every way of feeding tokens, the logits of a full recompute,
     and leave the keys and values of every position seen in the cache. Calling full_recompute is refused."""
     name = "cached_score"
-    reference = full_recompute  # captured: the module's name is refused while fn runs
     w = tiny_weights()
     cases = cache_cases()
     for tokens, schedule in cases:
@@ -549,7 +684,7 @@ def check_cached_score(fn) -> bool:
             scored = f"position {before}" if step == 1 else f"positions {before}..{before + step - 1}"
             got, error = attempt_on(
                 fn,
-                (w, cache, new.copy()),
+                (w, cache, new),
                 f"{where}: in the call that scored {scored}",
                 {"full_recompute": [full_recompute]},
                 "the checker's cache-free reference: a cached step computes only the new positions, from the cache",
@@ -557,7 +692,7 @@ def check_cached_score(fn) -> bool:
             if error is not None:
                 return verdict(name, error, len(cases))
             seen.extend(int(t) for t in new)
-            expected = reference(w, seen)[before:]  # (step, V) the rows for the new positions
+            expected = full_recompute(w, seen)[before:]  # (step, V) the rows for the new positions
             problem = cache_step_problem(got, expected, cache, w, seen, before)
             if problem is not None:
                 return verdict(name, located(problem, where), len(cases))

@@ -7,7 +7,8 @@ check_break_even_alpha(fn):  fn(gamma, c, f) -> smallest alpha with predicted sp
 
 Each call of the learner's function is stopped after LIMIT_S seconds where the platform allows
 it (a timer signal in the main thread), and reported as too slow otherwise: a grid search or a
-bisection that never ends gets a message instead of a silent hang.
+bisection that never ends gets a message instead of a silent hang. Every message says what is
+wrong first, then the case it happened on.
 """
 
 import math
@@ -18,7 +19,7 @@ import time
 import numpy as np
 
 import specdec.timing
-from checkers import call, namesakes, show, verdict
+from checkers import call, located, namesakes, show, verdict
 from specdec.timing import expected_tokens, predicted_speedup
 
 LIMIT_S = 2.0  # per call of the learner's function; the reference answers take microseconds
@@ -65,14 +66,14 @@ def limited_call(fn, args: tuple, advice: str, limit_s: float = LIMIT_S, **polic
     try:
         got, error = call(fn, args, **policy)
     except TookTooLong:
-        return None, f"stopped after {limit_s:g} s on input {show(args)} without an answer: {advice}"
+        return None, f"stopped after {limit_s:g} s without an answer: {advice} (input {show(args)})"
     finally:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
     seconds = time.perf_counter() - start
     if error is None and seconds > limit_s:
-        return None, f"took {seconds:.1f} s on input {show(args)}, too slow: {advice}"
+        return None, f"took {seconds:.1f} s, too slow: {advice} (input {show(args)})"
     return got, error
 
 
@@ -123,6 +124,18 @@ def tokens_per_call_cases() -> list[tuple]:
     ]
 
 
+def one_token_off(value: float, expected: float) -> str | None:
+    """The diagnosis of an answer exactly one token above or below the expected count, else None."""
+    if math.isclose(value - expected, 1.0, rel_tol=0, abs_tol=1e-9):
+        return (
+            "exactly 1 token too many: is the target's token counted twice? The sum 1 + alpha + ... + alpha**gamma"
+            " already holds it: its first term, 1, is the correction or the bonus"
+        )
+    if math.isclose(expected - value, 1.0, rel_tol=0, abs_tol=1e-9):
+        return "exactly 1 token too few: the target's own token (the correction or the bonus) is missing: add 1"
+    return None
+
+
 def check_tokens_per_call(fn) -> bool:
     """fn(alpha, gamma) must return 1 + alpha + ... + alpha**gamma to a relative 1e-6, as one float64 or int."""
     cases = tokens_per_call_cases()
@@ -133,10 +146,10 @@ def check_tokens_per_call(fn) -> bool:
         got, error = limited_call(fn, (alpha, gamma), advice, refused=refused, why=REFUSED_WHY)
         if error is not None:
             return verdict("tokens_per_call", error, len(cases))
-        where = f"for alpha = {alpha!r}, gamma = {gamma!r} expected {expected:.10g}"
+        where = f"for alpha = {alpha!r}, gamma = {gamma!r}"
         problem = not_a_number(got)
         if problem is not None:
-            return verdict("tokens_per_call", f"{where}, {problem}", len(cases))
+            return verdict("tokens_per_call", located(f"expected {expected:.10g}, {problem}", where), len(cases))
         value = float(got)
         dtype = lower_precision(got)
         if dtype is not None:  # float16 or float32: refused even when right to its precision
@@ -144,16 +157,20 @@ def check_tokens_per_call(fn) -> bool:
                 said = f"the value is right to {dtype}'s precision, but float64 is asked"
             else:
                 said = f"too imprecise even for a {dtype}; float64 is asked"
-            failure = f"{where}, got {show(got)}, a {dtype} number: {said} (compute with Python floats or np.float64)"
-            return verdict("tokens_per_call", failure, len(cases))
+            failure = f"got {show(got)}, a {dtype} number: {said} (compute with Python floats or np.float64)"
+            return verdict("tokens_per_call", located(failure, f"{where}, expected {expected:.10g}"), len(cases))
         if not math.isclose(value, expected, rel_tol=1e-6):
-            failure = f"{where}, got {show(got)}"
+            off_by_one = one_token_off(value, expected)
+            if off_by_one is not None:
+                failure = located(off_by_one, f"{where}: expected {expected:.10g}, got {show(got)}")
+                return verdict("tokens_per_call", failure, len(cases))
+            failure = f"expected {expected:.10g}, got {show(got)}"
             if math.isclose(value, expected, rel_tol=1e-2):
                 failure += (
-                    " (close, but not within 1e-6: the expected number of tokens is exact, so an estimate"
-                    " such as a simulated mean, a shortened sum or a rounded value is not enough)"
+                    ": close, but not within 1e-6: the expected number of tokens is exact, so an estimate"
+                    " such as a simulated mean, a shortened sum or a rounded value is not enough"
                 )
-            return verdict("tokens_per_call", failure, len(cases))
+            return verdict("tokens_per_call", located(failure, where), len(cases))
     return verdict("tokens_per_call", None, len(cases))
 
 
@@ -192,15 +209,15 @@ def check_best_gamma(fn) -> bool:
         if error is not None:
             return verdict("best_gamma", error, len(cases))
         expected = reference_best_gamma(alpha, c, f)
-        where = f"for alpha = {alpha}, c = {c}, f = {show(f)} expected gamma = {expected}"
+        where = f"for alpha = {alpha}, c = {c}, f = {show(f)}"
         if isinstance(got, bool | np.bool_) or not hasattr(got, "__index__"):
             kind = "a bool" if isinstance(got, bool | np.bool_) else f"a {type(got).__name__}"
-            failure = f"{where}, got {show(got)}, {kind}: gamma is a number of drafts, an integer"
-            return verdict("best_gamma", failure, len(cases))
+            failure = f"got {show(got)}, {kind}: gamma is a number of drafts, an integer (expected gamma = {expected})"
+            return verdict("best_gamma", located(failure, where), len(cases))
         if got != expected:
             speedups = ", ".join(f"{n - 1}: {predicted_speedup(alpha, n - 1, c, f):.4f}" for n in sorted(f) if n >= 2)
-            failure = f"{where}, got {show(got)} (predicted speedup by gamma: {speedups})"
-            return verdict("best_gamma", failure, len(cases))
+            failure = f"expected gamma = {expected}, got {show(got)}; predicted speedup by gamma: {speedups}"
+            return verdict("best_gamma", located(failure, where), len(cases))
     return verdict("best_gamma", None, len(cases))
 
 
@@ -235,6 +252,17 @@ def break_even_cases() -> list[tuple]:
     ]
 
 
+def coarse_by(got, expected: float | None) -> float | None:
+    """How far a number is from the expected alpha when it is near (within 0.02) but not within 1e-6, else None."""
+    if expected is None or got is None or isinstance(got, bool | np.bool_):
+        return None
+    try:
+        off = abs(float(got) - expected)
+    except (TypeError, ValueError):
+        return None
+    return off if 1e-6 < off <= 0.02 else None
+
+
 def check_break_even_alpha(fn) -> bool:
     """fn(gamma, c, f) must match reference_break_even_alpha to 1e-6, with None where it is None."""
     cases = break_even_cases()
@@ -264,11 +292,18 @@ def check_break_even_alpha(fn) -> bool:
         if not ok:
             cost = gamma * c + (f(gamma + 1) if callable(f) else f[gamma + 1])
             shown = "None" if expected is None else f"{expected:.7f}"
-            failure = (
-                f"for gamma = {gamma}, c = {c}, f = {show(f)} (a round costs {cost:.7g} target steps) "
-                f"expected {shown}, got {show(got)}"
-            )
+            where = f"for gamma = {gamma}, c = {c}, f = {show(f)}: a round costs {cost:.7g} target steps"
+            off = coarse_by(got, expected)
+            if off is not None:  # near, not within 1e-6: a grid scan, or a bisection stopped too early
+                failure = (
+                    f"off by {off:.1e}, but 1e-6 is asked: bisect until the interval is shorter than 1e-7"
+                    " (about 24 halvings; a grid of alpha that fine would take millions of evaluations)"
+                )
+                return verdict(
+                    "break_even_alpha", located(failure, f"{where}; expected {shown}, got {show(got)}"), len(cases)
+                )
+            failure = f"expected {shown}, got {show(got)}"
             if isinstance(got, bool | np.bool_):
                 failure += ", a bool: return a number in [0, 1], or None"
-            return verdict("break_even_alpha", failure, len(cases))
+            return verdict("break_even_alpha", located(failure, where), len(cases))
     return verdict("break_even_alpha", None, len(cases))

@@ -10,7 +10,8 @@ and watches both decoding states round by round: a cache one token too long or t
 target or in the draft, is named with its round and lengths, even when the tokens come out right,
 and a loop that crashes is reported with the round it was in and what the caches held. A loop
 that hands the work to the package's `speculative_generate` or `generate` is refused.
-The first checker refuses Python-level loops, also hidden in a helper, and inputs changed in place.
+The first checker refuses Python-level loops, also hidden in a helper; `emitted` must be an int64 array.
+Every message says what is wrong first, then the case it happened on.
 """
 
 import ast
@@ -124,15 +125,6 @@ def is_count(value) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
-def unchanged(before, after) -> bool:
-    """after is still before: same type, same shape, same values."""
-    return (
-        type(before) is type(after)
-        and np.shape(before) == np.shape(after)
-        and np.array_equal(np.asarray(before), np.asarray(after))
-    )
-
-
 def accept_problem(got, expected_n: int, expected_emitted: list[int]) -> str | None:
     """What is wrong with one answer of accept_greedy, the diagnosis in words (None when it is right)."""
     if not (isinstance(got, tuple | list) and len(got) == 2):
@@ -223,13 +215,13 @@ def check_cache_lengths(fn) -> bool:
             except (TypeError, ValueError):
                 same = False
             length, gamma, n = args
-            note = " (every draft accepted)" if n == gamma else f" (draft {n} rejected, counting from 0)"
+            note = ": every draft accepted" if n == gamma else f": draft {n} rejected, counting from 0"
             where = f"for sequence_length {length}, gamma {gamma}, n_accepted {n}{note}"
             if not same:
-                error = f"{where}: expected (target_length, draft_length) = {expected}, got {show(got)}"
+                error = located(f"expected (target_length, draft_length) = {expected}, got {show(got)}", where)
             elif not all(is_count(x) for x in got):
                 kinds = ", ".join(type(x).__name__ for x in got)
-                error = f"{where}: the right values, but as {kinds}: a number of tokens is an integer"
+                error = located(f"the right values, but as {kinds}: a number of tokens is an integer", where)
         if error is not None:
             return verdict(name, error, len(cases))
     return verdict(name, None, len(cases))
@@ -531,17 +523,15 @@ def check_speculative_greedy(fn) -> bool:
         target_role, draft_role = Watched(bundled("target"), "target", watch), Watched(draft, "draft", watch)
         where = f"with {description}, gamma {gamma}, max_new_tokens {max_new_tokens}, prompt ending {text[-24:]!r}"
         got, error = call(fn, (target_role, draft_role, prompt, max_new_tokens, gamma), refused=loops, why=FIX_THE_LOOP)
-        if error is not None and error.startswith("your function"):
-            error = located(error, where)
-        elif error is not None and error.startswith("raised"):
+        if error is not None and error.startswith("raised"):
             message = error.split(" for input ")[0].removeprefix("raised ")
             if message.startswith("Runaway: "):
                 error = (
-                    f"{where}: stopped in round {watch.round} after {message.removeprefix('Runaway: ')} for "
+                    f"stopped in round {watch.round} after {message.removeprefix('Runaway: ')} for "
                     f"{max_new_tokens} new tokens: every round emits at least one token, so the loop does not end"
                 )
             else:
-                error = f"{where}: round {watch.round} raised {message}, in {watch.event}"
+                error = f"round {watch.round} raised {message}, in {watch.event}"
             if watch.first_wrong is not None:
                 error += f"; {watch.describe_wrong(tokenizer)}"
             elif watch.caches_at(watch.round):
@@ -552,9 +542,9 @@ def check_speculative_greedy(fn) -> bool:
             except (TypeError, ValueError, OverflowError):
                 tokens = None
             if tokens is None:
-                error = f"{where}: expected a list of token ids, got {show(got)}"
+                error = f"expected a list of token ids, got {show(got)}"
             elif tokens.size != expected.size or not np.array_equal(tokens, expected):
-                error = f"{where}: {divergence(tokenizer, tokens, expected)}"
+                error = divergence(tokenizer, tokens, expected)
                 common = min(tokens.size, expected.size)
                 mismatch = np.flatnonzero(tokens[:common] != expected[:common])
                 first = int(mismatch[0]) if mismatch.size else common
@@ -563,12 +553,12 @@ def check_speculative_greedy(fn) -> bool:
                     error += f"; before that, {watch.describe_wrong(tokenizer)}"
             elif watch.scored > prompt.size + (gamma + 1) * max_new_tokens:
                 error = (
-                    f"{where}: the right tokens, but the target scored {watch.scored} positions for "
+                    f"the right tokens, but the target scored {watch.scored} positions for "
                     f"{max_new_tokens} new tokens after a {prompt.size}-token prompt: feed each model only what it "
                     f"has not seen (rollback), instead of re-scoring the sequence"
                 )
             elif watch.first_wrong is not None:
-                error = f"{where}: the right tokens, but {watch.describe_wrong(tokenizer)}"
+                error = f"the right tokens, but {watch.describe_wrong(tokenizer)}"
         if error is not None:
-            return verdict(name, error, len(SPECULATIVE_CASES))
+            return verdict(name, located(error, where), len(SPECULATIVE_CASES))
     return verdict(name, None, len(SPECULATIVE_CASES))

@@ -7,22 +7,31 @@ check_last_token(fn):             fn(p_rows, q_rows, drafts, n_accepted) -> the 
 check_speculative_verify(fn):     fn(draft_tokens, draft_probs, target_probs, rng) -> (emitted, n_accepted),
                                   speculative_verify's contract
 
-The third checker does not sample: it walks every branch of speculative decoding on small
-bigram "languages" and compares the exact law of the first tokens with the target's own
-autoregressive law, reporting the total variation between the two.
+The first names a non-strict test (u <= p/q) as such. The second names the usual wrong residuals
+(not normalised, normalised over the whole batch, |p - q|, max(0, q - p), zeros or another
+fallback where p <= q everywhere) before showing the arrays.
+
+The third does not sample: it walks every branch of speculative decoding on two small bigram
+"languages" (three and four tokens) and compares the exact law of the first tokens with the
+target's own autoregressive law, reporting the total variation between the two and the first
+branch that differs.
 
 The fourth checks every output against what the rule allows (the accepted prefix, a last token
 the residual or the bonus row can produce, the lengths, no rejected draft whose ratio p/q is at
 least 1), that the inputs are left as they were, that equal seeds give equal outputs (all
 randomness from the rng argument), feeds uniforms that are all 0.0 (and counts that they are
-used), and compares the law of the emitted block over a few thousand calls, on two seeds, with
-its exact law (enumerated here), by chi-square tests.
-While the residual and the block verifier are checked, the reference they ask for
-(`residual_distribution`; `speculative_verify` and `verify_drawn`) is replaced by a stand-in in
-specdec and in the learner's namespace, and a function that calls it is refused.
+used), then uniforms 0.99, 0.0, 0.0, ... (a loop that goes on testing after a rejection shows),
+and compares the law of the emitted block over a few thousand calls, on two seeds, with its
+exact law (enumerated here), by chi-square tests; a law that fits a known shortcut (one uniform
+per round, the bonus from another row) is named first.
+A function that calls the reference its exercise asks for (`residual_distribution`;
+`speculative_verify` and `verify_drawn`) is refused: `checkers.attempt` watches the calls, and
+nothing in specdec or in the learner's namespace is replaced. A float32 answer is told so, with
+its cure (compute in float64), whether it comes from float32 rows or from float32 arithmetic.
 
-The notebook numbers its exercises in reading order: 1 the block verifier (core), then the
-optional 2 the acceptance test, 3 the residual distribution, 4 spot the bug (the last token).
+The notebook numbers its exercises in reading order: 1 the acceptance test (optional, a warm-up in
+section 3), 2 the residual distribution and 3 the block verifier (core), then the optional 4 spot
+the bug (the last token), whose demo calls `compare_last_token` (the gap, not the fix).
 """
 
 import math
@@ -49,7 +58,7 @@ def precise(values) -> str:
     )
 
 
-# --- Exercise 3 (optional): the residual distribution -----------------------------------------
+# --- Exercise 2: the residual distribution ------------------------------------------------------
 
 
 def residual_cases() -> list[tuple]:
@@ -85,18 +94,36 @@ def residual_cases() -> list[tuple]:
     return cases
 
 
-def compare_rows(got, expected: np.ndarray) -> tuple[tuple, str] | None:
-    """None when `got` equals `expected` (float64, same shape, within 1e-12), else (the first bad row, what)."""
-    got = np.asarray(got)
-    if got.shape != expected.shape:
-        return (), f"got shape {got.shape}, expected {expected.shape}"
-    if not np.issubdtype(got.dtype, np.floating):
-        return (), f"got dtype {got.dtype}: return float64 probabilities"
-    if got.dtype != np.float64 and np.allclose(got, expected, rtol=0, atol=1e-6):
-        return (), (
-            f"returned {got.dtype} probabilities: the values are right to {got.dtype} precision, but float64 "
-            "is asked (compute in float64, e.g. np.asarray(p, dtype=np.float64))"
-        )
+def lower_precision(got, given_dtype, name: str = "p") -> str | None:
+    """A floating answer of less than float64 precision, said with its cure; None for any other answer.
+
+    The cure is the same whatever the cause (float32 rows kept as they came, float32 arithmetic, a cast
+    at the end): compute in float64 from the start. Casting a float32 answer to float64 at the end
+    keeps its float32 rounding, so "only the dtype is wrong" would send the learner one step too short.
+    """
+    got = np.asarray(got) if isinstance(got, np.generic) else got
+    if not (isinstance(got, np.ndarray) and got.dtype.kind == "f" and got.dtype.itemsize < 8):
+        return None
+    rows = f", even for {given_dtype} rows" if given_dtype != np.float64 else ""
+    return (
+        f"your function returned {got.dtype} probabilities where float64 is asked (compute in float64,"
+        f" np.asarray({name}, dtype=np.float64){rows}: {got.dtype} holds about {np.finfo(got.dtype).precision}"
+        " digits, and casting the answer at the end keeps its rounding)"
+    )
+
+
+def normalised(values: np.ndarray) -> np.ndarray:
+    """values / their sum along the last axis (0 where the sum is 0)."""
+    total = values.sum(axis=-1, keepdims=True)
+    return values / np.where(total > 0, total, 1.0)
+
+
+def compare_rows(got: np.ndarray, expected: np.ndarray, p, q) -> tuple[tuple, str] | None:
+    """None when `got` equals `expected` within 1e-12, else (the first bad row, what is wrong with it, said first).
+
+    dtype and shape are right. Named: float32 precision, NaN, a row with no excess that is not p, |p - q|,
+    max(0, q - p), and a row that does not sum to 1 (with the whole batch normalised at once said so).
+    """
     close = np.isclose(got, expected, rtol=0, atol=1e-12)
     if close.all():
         return None
@@ -107,9 +134,37 @@ def compare_rows(got, expected: np.ndarray) -> tuple[tuple, str] | None:
             "e.g. np.asarray(p, dtype=np.float64)"
         )
     row = tuple(int(i) for i in np.argwhere(~close.all(axis=-1))[0]) if expected.ndim > 1 else ()
-    if np.isnan(got[row]).any():
-        return row, f"got NaN: {show(got[row])} (0 / 0 where p <= q everywhere?)"
-    return row, f"expected {precise(expected[row])}, got {precise(got[row])}"
+    mine, p_row, q_row = got[row], np.asarray(p[row], dtype=np.float64), np.asarray(q[row], dtype=np.float64)
+    which = f"row {row[0] if len(row) == 1 else row} of your output" if row else "your output"
+    if np.isnan(mine).any():
+        return row, f"got NaN: {show(mine)} (0 / 0 where p <= q everywhere?)"
+    if not (p_row > q_row).any():  # no excess: the row must fall back to p
+        if not mine.any():
+            return row, f"a row with p <= q everywhere must return p, not zeros: got {show(mine)}"
+        return row, f"a row with p <= q everywhere (no excess to normalise) must return p itself: got {show(mine)}"
+    if np.allclose(mine, normalised(np.abs(p_row - q_row)), rtol=0, atol=1e-9):
+        return row, (
+            f"your output is norm(|p - q|), {show(mine)}: the absolute value also counts the tokens where q"
+            " exceeds p, which acceptance already over-delivers; keep only max(0, p - q)"
+        )
+    if np.allclose(mine, normalised(np.maximum(q_row - p_row, 0.0)), rtol=0, atol=1e-9):
+        return row, (
+            f"your output is norm(max(0, q - p)), {show(mine)}: that is where the draft over-offers; the residual"
+            " is where the target wants more, max(0, p - q)"
+        )
+    total = float(mine.sum())
+    if abs(total - 1.0) > 1e-9:
+        if got.ndim == 1:
+            return (
+                row,
+                f"{which} sums to {total:.2f}, not 1: divide max(0, p - q) by its sum, so that it is a distribution",
+            )
+        whole = ", not by the whole batch's" if abs(float(got.sum()) - 1.0) < 1e-9 else ""
+        return row, (
+            f"{which} sums to {total:.2f}, not 1: normalise each row by its own excess"
+            f" (sum(axis=-1, keepdims=True)){whole}"
+        )
+    return row, f"expected {precise(expected[row])}, got {precise(mine)}"
 
 
 def refused_in(fn, names: tuple[str, ...]) -> dict:
@@ -136,9 +191,9 @@ def check_residual_distribution(fn) -> bool:
         given = f" (given as {p.dtype} rows)" if p.dtype != np.float64 else ""
         where = f"for p = {show(p)}, q = {show(q)}{given}"
         expected = residual_distribution(p, q)
-        if error is None and (kind := result_problem(got, expected, "probabilities")) is not None:
-            error = kind + (" (compute in float64: np.asarray(p, dtype=np.float64))" if given else "")
-        elif error is None and (problem := compare_rows(got, expected)) is not None:
+        if error is None:
+            error = lower_precision(got, p.dtype) or result_problem(got, expected, "probabilities")
+        if error is None and (problem := compare_rows(got, expected, p, q)) is not None:
             row, what = problem
             if row:
                 where = f"for row {row[0] if len(row) == 1 else row} of a batch of shape {p.shape}: p = {show(p[row])}"
@@ -156,7 +211,7 @@ def check_residual_distribution(fn) -> bool:
     return verdict("residual_distribution", None, len(cases))
 
 
-# --- Exercise 2 (optional): the acceptance test -----------------------------------------------
+# --- Exercise 1 (optional): the acceptance test -----------------------------------------------
 
 
 def accepts_cases() -> list[tuple]:
@@ -206,14 +261,16 @@ def check_accepts(fn) -> bool:
     n_cases = len(cases) + len(frequency_cases)
     for u, p_x, q_x, expected in cases:
         got, error = call(fn, (u, p_x, q_x))
+        where = f"for u = {u!r}, p_x = {p_x}, q_x = {q_x}, p/q = {p_x / q_x:.6g}"
         if error is None and not is_bool(got):
-            error = f"for u = {u!r}, p_x = {p_x}, q_x = {q_x} got {show(got)}: return a bool (True = accept)"
+            error = f"your function returned {show(got)}: return a bool (True = accept)"
         elif error is None and bool(got) != expected:
-            ratio = p_x / q_x
-            error = f"for u = {u!r}, p_x = {p_x}, q_x = {q_x} (p/q = {ratio:.6g}) expected {expected}, got {bool(got)}"
-            error += float32_hint(u, p_x, q_x, bool(got))
+            error = f"expected {expected}, got {bool(got)}{float32_hint(u, p_x, q_x, bool(got))}"
+            if got and u == p_x / q_x:  # u <= p/q
+                strict = "a token the target forbids when u = 0" if p_x == 0 else "u equal to p/q"
+                error = f"the test must be strict: u <= p/q accepts {strict} ({error})"
         if error is not None:
-            return verdict("accepts", error, n_cases)
+            return verdict("accepts", located(error, where), n_cases)
     for p_x, q_x in frequency_cases:
         answers = []
         for u in U_GRID:
@@ -224,8 +281,8 @@ def check_accepts(fn) -> bool:
         frequency, expected = float(np.mean(answers)), min(1.0, p_x / q_x)
         if abs(frequency - expected) > 0.0011:
             failure = (
-                f"for p_x = {p_x}, q_x = {q_x} it accepts for {frequency:.3f} of the u in [0, 1), "
-                f"expected min(1, p/q) = {expected:.3f}"
+                f"your function accepts for {frequency:.3f} of the u in [0, 1), where min(1, p/q) = {expected:.3f}"
+                f" is asked (for p_x = {p_x}, q_x = {q_x}, u on a grid of {U_GRID.size} values)"
             )
             return verdict("accepts", failure, n_cases)
     return verdict("accepts", None, n_cases)
@@ -236,11 +293,11 @@ def check_accepts(fn) -> bool:
 # Small bigram "languages": P[a] is the target's distribution of the token after token a, Q[a]
 # the draft's. Every context has a tricky feature: zeros on one side, disjoint supports, p == q.
 WORLDS = {
-    "three tokens": (
+    "a three-token bigram language": (
         np.array([[0.60, 0.30, 0.10], [0.20, 0.00, 0.80], [0.25, 0.50, 0.25]]),
         np.array([[0.40, 0.60, 0.00], [0.30, 0.30, 0.40], [0.25, 0.50, 0.25]]),
     ),
-    "four tokens": (
+    "a four-token bigram language": (
         np.array([[0.0, 0.5, 0.5, 0.0], [0.1, 0.2, 0.3, 0.4], [0.7, 0.0, 0.0, 0.3], [0.25, 0.25, 0.25, 0.25]]),
         np.array([[0.6, 0.0, 0.0, 0.4], [0.1, 0.2, 0.3, 0.4], [0.2, 0.3, 0.3, 0.2], [0.05, 0.05, 0.1, 0.8]]),
     ),
@@ -283,11 +340,21 @@ class LastTokenRule:
                     f" {show(p_rows[gamma])}; a token drawn from it costs nothing more ({where})"
                 )
             right = p_rows[gamma] if k == gamma else residual_distribution(p_rows[k], q_rows[k])
-            kind = None if last is None else result_problem(last, right, "probabilities", shape=False)
+            kind = None
+            if last is not None:
+                kind = lower_precision(last, p_rows.dtype, "p_rows") or result_problem(
+                    last, right, "probabilities", shape=False
+                )
             if kind is not None:
                 raise ValueError(located(kind, where))
             if last is not None:
                 last = np.asarray(last, dtype=np.float64)
+                if last.shape == right.shape and 1e-9 < np.max(np.abs(last - right)) <= 1e-6:
+                    off = float(np.max(np.abs(last - right)))
+                    raise ValueError(
+                        f"your function's distribution is right only to about {off:.0e}: float32 arithmetic"
+                        f" somewhere? compute in float64, e.g. np.asarray(p_rows, dtype=np.float64) ({where})"
+                    )
                 if last.shape != (vocab,) or not (last >= 0).all() or abs(last.sum() - 1) > 1e-9:
                     raise ValueError(
                         f"your function returned {show(last)}, not a distribution over {vocab} tokens (or None)"
@@ -312,9 +379,11 @@ def exact_last_token(p_rows, q_rows, n_accepted: int) -> tuple[np.ndarray, str]:
     )
 
 
-def first_wrong_branch(fn, P: np.ndarray, Q: np.ndarray, gamma: int) -> str | None:
+def first_wrong_branch(fn, P: np.ndarray, Q: np.ndarray, gamma: int, reveal: bool = True) -> str | None:
     """The first branch of a round (every context, every draft sequence, every n_accepted that can
-    happen) where fn's distribution differs from the exact rule's, in words; None if there is none."""
+    happen) where fn's distribution differs from the exact rule's, in words; None if there is none.
+
+    reveal=False leaves out what the exact rule draws there (the exercise's answer)."""
     vocab = len(P)
     letters = "abcd"
     for context in [START, *(c for c in range(vocab) if c != START)]:
@@ -335,11 +404,11 @@ def first_wrong_branch(fn, P: np.ndarray, Q: np.ndarray, gamma: int) -> str | No
                         continue
                 case = f"all {gamma} accepted: the bonus" if k == gamma else f"drafts[{k}] rejected"
                 returned = error if error is not None else "None" if got is None else show(got)
-                return (
+                branch = (
                     f"The first branch where it differs from the exact rule: after {letters[context]!r}, drafts "
-                    f"{''.join(letters[x] for x in drafts)!r} with n_accepted = {k} ({case}): it returned "
-                    f"{returned}; the rule draws that token from {what}, {show(want)}"
+                    f"{''.join(letters[x] for x in drafts)!r} with n_accepted = {k} ({case}): it returned {returned}"
                 )
+                return f"{branch}; the rule draws that token from {what}, {show(want)}" if reveal else branch
     return None
 
 
@@ -355,57 +424,75 @@ def law_gap(fn, world: str, gamma: int) -> tuple[float, float, tuple, float, flo
     return tv, float(abs(gaps[worst])), tuple(int(t) for t in worst), float(got[worst]), float(want[worst])
 
 
+LAST_TOKEN_CASES = [(world, gamma) for world in WORLDS for gamma in (1, 2, 3)]
+
+
+def last_token_failure(fn, reveal: bool = True) -> str | None:
+    """The first world and gamma where fn's law of the first tokens is not the target's, in words; else None."""
+    for world, gamma in LAST_TOKEN_CASES:
+        where = f"in {world} with gamma = {gamma}"
+        try:
+            tv, gap, worst, got, want = law_gap(fn, world, gamma)
+        except ValueError as error:
+            message = str(error)
+            return message if message.startswith("not attempted yet") else located(message, where)
+        if gap > 1e-9:
+            names = "".join("abcd"[t] for t in worst)
+            branch = first_wrong_branch(fn, *WORLDS[world], gamma, reveal) or (
+                "Each branch returns what the exact rule draws from, but the rounds do not add up to the target"
+            )
+            return (
+                f"the first {N_TOKENS} tokens follow a law at total variation {tv:.4f} from the target's, e.g."
+                f" P({names!r}) = {got:.4f} instead of {want:.4f} ({where}). {branch}"
+            )
+    return None
+
+
 def check_last_token(fn) -> bool:
     """fn(p_rows, q_rows, drafts, n_accepted) must make the emitted tokens follow the target exactly.
 
     For each small world and gamma in 1, 2, 3, the exact law of the first three emitted tokens
     (every branch walked, rounds composed) must equal the target's within 1e-9.
     """
-    cases = [(world, gamma) for world in WORLDS for gamma in (1, 2, 3)]
-    for world, gamma in cases:
-        try:
-            tv, gap, worst, got, want = law_gap(fn, world, gamma)
-        except ValueError as error:
-            message = str(error)
-            if message.startswith("not attempted yet"):
-                return verdict("last_token", message, len(cases))
-            return verdict("last_token", located(message, f"in the {world} world with gamma = {gamma}"), len(cases))
-        if gap > 1e-9:
-            names = "".join("abcd"[t] for t in worst)
-            failure = (
-                f"in the {world} world with gamma = {gamma}, the first {N_TOKENS} tokens follow a law at total "
-                f"variation {tv:.4f} from the target's: e.g. P({names!r}) = {got:.4f} instead of {want:.4f}. "
-            )
-            failure += first_wrong_branch(fn, *WORLDS[world], gamma) or (
-                "Each branch returns what the exact rule draws from, but the rounds do not add up to the target"
-            )
-            return verdict("last_token", failure, len(cases))
-    return verdict("last_token", None, len(cases))
+    return verdict("last_token", last_token_failure(fn), len(LAST_TOKEN_CASES))
 
 
-# --- Exercise 1: the block verifier -----------------------------------------------------------
+def compare_last_token(fn) -> bool:
+    """check_last_token without the answer: the gap and the first wrong branch, not what the rule draws there.
+
+    For the exercise's demo, which runs the blog's rule before the learner writes the fix.
+    """
+    return verdict("last_token", last_token_failure(fn, reveal=False), len(LAST_TOKEN_CASES))
 
 
-class ZeroUniforms(np.random.Generator):
-    """A Generator whose `random` and `uniform` return their lower end, 0.0, every time.
+# --- Exercise 3: the block verifier -----------------------------------------------------------
 
-    rng.random() can return 0.0 (with probability 2^-53 per call): here it always does, so
-    the strictness of u < p/q shows. `drawn` counts the uniforms handed out, so a function
-    that takes its uniforms elsewhere (np.random.rand(), a generator of its own) is seen.
-    Every other method draws as usual.
+
+class ScriptedUniforms(np.random.Generator):
+    """A Generator whose `random` and `uniform` hand out the values of `script` in order, then 0.0 every time.
+
+    rng.random() can return 0.0 (with probability 2^-53 per call): with an empty script it always
+    does, so the strictness of u < p/q shows; a script of (0.99,) rejects the first draft whose ratio
+    is below 0.99 and accepts every later one. `drawn` counts the uniforms handed out, so a function
+    that takes its uniforms elsewhere (np.random.rand(), a generator of its own) is seen. Every
+    other method draws as usual.
     """
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, script=(), seed: int = 0):
         super().__init__(np.random.PCG64(seed))
-        self.drawn = 0
+        self.script, self.drawn = tuple(script), 0
+
+    def next_values(self, size):
+        count = 1 if size is None else math.prod(np.atleast_1d(size).tolist())
+        values = [self.script[i] if i < len(self.script) else 0.0 for i in range(self.drawn, self.drawn + count)]
+        self.drawn += count
+        return values[0] if size is None else np.array(values, dtype=np.float64).reshape(size)
 
     def random(self, size=None, dtype=np.float64, out=None):
-        self.drawn += 1 if size is None else math.prod(np.atleast_1d(size).tolist())
-        return 0.0 if size is None else np.zeros(size, dtype=dtype)
+        return self.next_values(size)
 
     def uniform(self, low=0.0, high=1.0, size=None):
-        self.drawn += 1 if size is None else math.prod(np.atleast_1d(size).tolist())
-        return float(low) if size is None else np.full(size, low, dtype=np.float64)
+        return low + (high - low) * self.next_values(size)
 
 
 def verify_case(drafts, q_rows, p_rows) -> tuple:
@@ -495,7 +582,7 @@ def read_output(got, tokens, q_rows, p_rows, lasts, zero_uniforms: bool = False)
     if emitted.size != n + 1:
         return None, f"returned emitted = {show(emitted)} with n_accepted = {n}: emitted must have length n + 1"
     if not np.array_equal(emitted[:n], tokens[:n]):
-        return None, f"returned emitted = {show(emitted)}: its first {n} tokens must be the accepted drafts"
+        return None, prefix_problem(emitted, n, tokens)
     last = int(emitted[-1])
     vocab = p_rows.shape[1]
     if not 0 <= last < vocab:
@@ -505,9 +592,9 @@ def read_output(got, tokens, q_rows, p_rows, lasts, zero_uniforms: bool = False)
         i = forbidden[0]
         if zero_uniforms:
             why = (
-                "with every uniform equal to 0.0 (rng.random() can return 0.0) it accepted draft "
-                f"{i} (token {tokens[i]}), which target_probs row {i} gives probability 0 (n_accepted = {n}): "
-                "u <= p/q accepts it when u = 0; the test must be strict, u < p/q"
+                "the test must be strict: u <= p/q accepts a token the target forbids when u = 0. With every uniform"
+                f" equal to 0.0 (rng.random() can return 0.0) your function accepted draft {i} (token {tokens[i]}),"
+                f" which target_probs row {i} gives probability 0 (n_accepted = {n}); keep a draft iff u < p/q"
             )
         else:
             why = (
@@ -515,6 +602,13 @@ def read_output(got, tokens, q_rows, p_rows, lasts, zero_uniforms: bool = False)
                 f"(n_accepted = {n}): its acceptance probability min(1, p/q) is 0, so it must always be rejected"
             )
         return None, why
+    if n < gamma and (acceptance_ratios(tokens, q_rows, p_rows) >= 1).all():
+        return None, (
+            f"every ratio p/q is >= 1 here, so all {gamma} drafts are accepted (n_accepted = {gamma}, then a bonus"
+            f" token); your function returned n_accepted = {n}, emitted = {show(emitted)}"
+            + (". Note that np.argmin of an all-True array is 0" if n == 0 else "")
+            + (f". After a full accept n_accepted is {gamma}, not the last index {gamma - 1}" if n == gamma - 1 else "")
+        )
     if n < gamma and q_rows[n, tokens[n]] > 0 and p_rows[n, tokens[n]] / q_rows[n, tokens[n]] >= 1:
         p_x, q_x = p_rows[n, tokens[n]], q_rows[n, tokens[n]]
         why = (
@@ -537,6 +631,23 @@ def read_output(got, tokens, q_rows, p_rows, lasts, zero_uniforms: bool = False)
             f"(p = {p_rows[n].tolist()}, q = {q_rows[n].tolist()}), the distribution it must be drawn from"
         )
     return tuple(emitted.tolist()), None
+
+
+def prefix_problem(emitted: np.ndarray, n: int, tokens: np.ndarray) -> str:
+    """Why emitted[:n] is not draft_tokens[:n]: drafts kept past a rejection, said so when it looks like that."""
+    j = int(np.flatnonzero(emitted[:n] != tokens[:n])[0])  # the first position that is not draft j
+    later = iter(tokens[j + 1 :].tolist())
+    skipped = all(any(t == x for x in later) for t in emitted[j:n].tolist())  # later drafts, in order: kept past j
+    if skipped:
+        return (
+            f"draft {j} (token {tokens[j]}) was rejected, yet your function went on testing later drafts and kept"
+            f" some: at the first rejection emit one residual token and stop, so that emitted[:n_accepted] is"
+            f" draft_tokens[:n_accepted] (it returned emitted = {show(emitted)}, n_accepted = {n})"
+        )
+    return (
+        f"emitted[:n_accepted] must be the accepted drafts, draft_tokens[:n_accepted], but token {j} is "
+        f"{emitted[j]}, not draft {j} ({tokens[j]}) (it returned emitted = {show(emitted)}, n_accepted = {n})"
+    )
 
 
 def marginal_laws(outcomes: dict[tuple, float], gamma: int) -> dict[str, dict]:
@@ -640,10 +751,11 @@ def check_speculative_verify(fn) -> bool:
     Each output must be possible under the rule (no draft with p/q >= 1 rejected), a 1-D integer
     array, with the inputs left as they were; equal seeds must give equal outputs; with all uniforms
     0.0 (taken from the rng argument, one per tested draft at least) a draft with p = 0 must be
-    rejected; over CALLS calls per seed, the whole block, the first token, the first two tokens and
-    the bonus token must pass a chi-square test against the exact law (p-value >= P_FAIL).
+    rejected; with uniforms 0.99 then 0.0 the round must stop at its first (rejected) draft; over
+    CALLS calls per seed, the whole block, the first token, the first two tokens and the bonus token
+    must pass a chi-square test against the exact law (p-value >= P_FAIL).
     """
-    n_cases = len(VERIFY_CASES) + 2 + len(STATISTICAL) * len(SEEDS) * 4
+    n_cases = len(VERIFY_CASES) + 3 + len(STATISTICAL) * len(SEEDS) * 4
     failure = verify_failure(fn, refused_in(fn, ("speculative_verify", "verify_drawn")))
     return verdict("speculative_verify", failure, n_cases)
 
@@ -664,7 +776,7 @@ def verify_failure(fn, refused: dict) -> str | None:
     if failure is not None:
         return failure
     tokens, q_rows, p_rows = VERIFY_CASES["a draft the target forbids"]
-    zeros = ZeroUniforms()
+    zeros = ScriptedUniforms()
     got, error = call_verify(fn, refused, tokens, q_rows, p_rows, zeros)
     if error is None:
         emitted, error = read_output(got, tokens, q_rows, p_rows, None, zero_uniforms=True)
@@ -677,6 +789,9 @@ def verify_failure(fn, refused: dict) -> str | None:
         )
     if error is not None:
         return located(error, f"for {block_text(tokens, q_rows, p_rows)}")
+    failure = stopping_failure(fn, refused)
+    if failure is not None:
+        return failure
     for case in STATISTICAL:
         tokens, q_rows, p_rows = VERIFY_CASES[case]
         exact = marginal_laws(Rule().verify_law(tuple(tokens.tolist()), q_rows, p_rows), tokens.size)
@@ -690,12 +805,71 @@ def verify_failure(fn, refused: dict) -> str | None:
                     continue
                 p_value, worst = compare_law(observed[name], law, name)
                 if p_value < P_FAIL:
-                    n_calls = sum(observed[name].values())
-                    return (
-                        f"for {block_text(tokens, q_rows, p_rows)} ({case}), over {n_calls} calls with "
-                        f"np.random.default_rng({seed}), {name} does not follow the exact law: {worst} "
-                        f"(chi-square p-value {p_value:.2g}; a right answer fails this test with probability "
-                        f"{P_FAIL:g}). The drafts are kept with probabilities min(1, p/q) = "
-                        f"{np.round(acceptance_ratios(tokens, q_rows, p_rows), 6).tolist()}"
+                    found = (
+                        f"{name} does not follow the exact law: {worst} (chi-square p-value {p_value:.2g}; a right"
+                        f" answer fails this test with probability {P_FAIL:g})"
                     )
+                    cause = named_shortcut(counts, tokens, q_rows, p_rows)
+                    ratios = np.round(acceptance_ratios(tokens, q_rows, p_rows), 6).tolist()
+                    message = (
+                        f"{cause} {found[0].upper()}{found[1:]}"
+                        if cause
+                        else f"{found}. The drafts are kept with probabilities min(1, p/q) = {ratios}"
+                    )
+                    where = f"for {block_text(tokens, q_rows, p_rows)} ({case}), {CALLS} calls, default_rng({seed})"
+                    return located(message, where)
     return None
+
+
+STOP_SCRIPT = (0.99,)  # draft 0 of "a rejection in the middle" (p/q = 0.5) is rejected; later uniforms are 0.0
+
+
+def stopping_failure(fn, refused: dict) -> str | None:
+    """None when rejecting draft 0 ends the round, else why not (a loop that goes on testing, said so)."""
+    case = "a rejection in the middle"
+    tokens, q_rows, p_rows = VERIFY_CASES[case]
+    got, error = call_verify(fn, refused, tokens, q_rows, p_rows, ScriptedUniforms(STOP_SCRIPT))
+    if error is None:
+        emitted, error = read_output(got, tokens, q_rows, p_rows, allowed_last_tokens(tokens, q_rows, p_rows))
+    if error is None and len(emitted) > 1:
+        n, ratio = len(emitted) - 1, acceptance_ratios(tokens, q_rows, p_rows)[0]
+        rejected = f"draft 0 was rejected (its uniform {STOP_SCRIPT[0]} is not below p/q = {ratio:.6g})"
+        if n == tokens.size - 1:  # every later draft accepted with u = 0.0: counted past the rejection
+            error = (
+                f"{rejected}, yet your function went on testing later drafts and counted the {n} it accepted"
+                " (n_accepted must be 0 here): at the first rejection emit one residual token and stop"
+            )
+        else:
+            error = f"{rejected}, yet your function returned n_accepted = {n}: keep a draft iff u < p/q, stop there"
+    if error is None:
+        return None
+    where = f"for {block_text(tokens, q_rows, p_rows)} ({case}), with a generator whose uniforms are 0.99, then 0.0"
+    return located(error, where)
+
+
+def named_shortcut(counts: dict, tokens, q_rows, p_rows) -> str | None:
+    """The cause of a law that is not the exact one, when the counts fit a known shortcut's law; else None.
+
+    Known: the bonus token drawn from another row than target_probs[gamma]; one uniform for the round.
+    """
+    gamma, fits = tokens.size, 1e-3  # a fit: the shortcut's law is not rejected at 0.001
+    bonus = marginal_laws(counts, gamma)["the bonus token (after a full accept)"]
+    if bonus and compare_law(bonus, row_law(p_rows[gamma]), "bonus")[0] < fits:
+        for k in range(gamma):
+            if not np.allclose(p_rows[k], p_rows[gamma]) and compare_law(bonus, row_law(p_rows[k]), "bonus")[0] >= fits:
+                return (
+                    f"the bonus token follows target_probs[{k}], the row draft {k} was tested against; it must come"
+                    f" from target_probs[{gamma}], the row after the last draft."
+                )
+    shared = Rule(uniforms="shared").verify_law(tuple(tokens.tolist()), q_rows, p_rows)
+    if compare_law(counts, shared, "the whole block")[0] >= fits:
+        return (
+            "drafts are kept together too often: is u fresh for each draft? With one uniform for the round, a"
+            " small u keeps every draft after the first one it keeps."
+        )
+    return None
+
+
+def row_law(row: np.ndarray) -> dict:
+    """{(token,): probability} of one row, in the form compare_law takes."""
+    return {(t,): float(row[t]) for t in np.flatnonzero(row)}

@@ -6,15 +6,17 @@ check_block_weights(fn):  fn(tokens, q, p) -> (w, h), each a float64 array of sh
 
 The cases: the paper's two-token example in both orders (Sun et al., ICLR 2025, sec. 3),
 gamma = 1, random Dirichlet rows with gamma up to 6 (fixed seeds), rows where the draft equals
-the target (the denominator R_i + 1 - w_i is 0, so h_i = 1), drafts the target gives probability
+the target (the denominator R_i + (1 - w_i) is 0, so h_i = 1), drafts the target gives probability
 0 (w drops to 0 and stays there), float32 rows (the answer is still float64). On every case the
 inputs must come back unchanged. A wrong answer gets one counterexample (the inputs, what was
 expected, what came back) and, where the checker recognises the mistake, its name in words:
 no cap at 1, a cap applied only at the end, the plain residual mass, the residual of the wrong
-row, h_gamma from the residual formula, 0 / 0 where the denominator is 0, float32, a missing
-w_0 or h_0, a list instead of an array.
-While it runs, `block_weights` and `block_verify` (the references) are replaced by stand-ins
-in specdec, specdec.block and the learner's namespace, and a function that calls one is refused.
+row, h_gamma from the residual formula, 0 / 0 where the denominator is 0, h_i a hair off 1 where
+w_i = 1 (R + 1 - w rounds R + 1 first: h_i must be 1 exactly there), float32, a missing w_0 or h_0,
+a list instead of an array.
+A function that calls a reference (`block_weights`, `block_verify`, `block_verify_drawn`) is
+refused: `checkers.attempt` watches the calls, and nothing in specdec or in the learner's namespace
+is replaced.
 """
 
 import warnings
@@ -84,7 +86,7 @@ def block_weights_cases() -> list[tuple]:
             rows([[0.25, 0.25, 0.5], [0.2, 0.6, 0.2], [0.3, 0.3, 0.4]]),
             rows([[0.5, 0.2, 0.3], [0.3, 0.3, 0.4], [0.1, 0.3, 0.6], [0.2, 0.2, 0.6]]),
         ),
-        # ratio 3 caps w_1 at 1, then the draft equals the target on rows 1 and 2: R_1 + 1 - w_1 = 0, h_1 = 1
+        # ratio 3 caps w_1 at 1, then the draft equals the target on rows 1 and 2: R_1 + (1 - w_1) = 0, h_1 = 1
         (
             np.array([0, 2, 1, 1]),
             rows([[0.2, 0.8, 0.0], [0.1, 0.3, 0.6], [0.5, 0.25, 0.25], [0.2, 0.5, 0.3]]),
@@ -148,11 +150,11 @@ def residual_masses(w, tokens, q, p, weighted: bool = True, shift: int = 0) -> n
 
 
 def stops_from(w, r) -> np.ndarray:
-    """h from w and r by the statement's rule (h_0 = 1, h_i = r / (r + 1 - w) or 1, h_gamma = w_gamma)."""
+    """h from w and r by the statement's rule (h_0 = 1, h_i = r / (r + (1 - w)) or 1, h_gamma = w_gamma)."""
     gamma = w.size - 1
     h = np.ones(gamma + 1)
     for i in range(1, gamma):
-        denominator = r[i] + 1.0 - w[i]
+        denominator = r[i] + (1.0 - w[i])
         h[i] = r[i] / denominator if denominator > 0 else 1.0
     h[gamma] = w[gamma]
     return h
@@ -253,14 +255,14 @@ def capped(step_ratios) -> np.ndarray:
 
 def stops_problem(h, w, tokens, q, p, expected) -> str | None:
     """What is wrong with the values of h (float64, right shape, w right), in words; None when they are right."""
-    if close(h, expected):
-        return None
     gamma = tokens.size
+    if close(h, expected):
+        return exactly_one_problem(h, w)
     # h_gamma written as sum(w p) / (sum(w p) + 1 - w) is w_gamma whenever the row sums to 1; a float32 row
     # sums to 1 only to about 1e-7, so that answer, right in exact arithmetic, is accepted at that precision
     row_sum_error = abs(float(p[gamma].astype(np.float64).sum()) - 1.0)
     if close(h[:gamma], expected[:gamma]) and abs(h[gamma] - expected[gamma]) <= max(TOL, 10 * row_sum_error):
-        return None
+        return exactly_one_problem(h, w)
     bad = np.flatnonzero(~np.isclose(h, expected, rtol=0, atol=TOL))
     k = int(bad[0])
     said = f"expected h = {text(expected)}, got h = {text(h)}"
@@ -277,10 +279,10 @@ def stops_problem(h, w, tokens, q, p, expected) -> str | None:
             f"{said}: h_gamma = w_gamma = {w[gamma]:.6g}, not the residual formula: after the whole block there is "
             "no draft row left to compare with, and the whole block is kept with probability w_gamma"
         )
-    denominator = r[k] + 1.0 - w[k]
+    denominator = r[k] + (1.0 - w[k])
     if denominator == 0:
         why = (
-            f"here R_{k} + 1 - w_{k} = 0 (w_{k} = 1, and p[{k}] = {text(p[k])} equals q[{k}], so R_{k} = 0): "
+            f"here R_{k} + (1 - w_{k}) = 0 (w_{k} = 1, and p[{k}] = {text(p[k])} equals q[{k}], so R_{k} = 0): "
             f"the statement sets h_{k} = 1 when the denominator is 0"
         )
         if np.isnan(h[k]):
@@ -302,15 +304,26 @@ def stops_problem(h, w, tokens, q, p, expected) -> str | None:
             f"drawn): R_i = sum_x max(0, w_i * p[i](x) - q[i](x))"
         )
     if np.isnan(h[k]):
-        return f"{said}: got h_{k} = nan, though R_{k} + 1 - w_{k} = {denominator:.6g} is not 0"
+        return f"{said}: got h_{k} = nan, though R_{k} + (1 - w_{k}) = {denominator:.6g} is not 0"
     if close(h, expected, FLOAT32_TOL):
         return f"{said}: right only to about {float(np.max(np.abs(h - expected))):.0e}: float32 arithmetic " + (
             "somewhere? compute in float64, e.g. p = np.asarray(p, dtype=np.float64)"
         )
     return (
-        f"{said}: h_{k} = R_{k} / (R_{k} + 1 - w_{k}) with R_{k} = sum_x max(0, w_{k} * p[{k}](x) - q[{k}](x)) = "
+        f"{said}: h_{k} = R_{k} / (R_{k} + (1 - w_{k})) with R_{k} = sum_x max(0, w_{k} * p[{k}](x) - q[{k}](x)) = "
         f"{r[k]:.6g} and w_{k} = {w[k]:.6g}: {expected[k]:.6g}, got {h[k]:.6g}"
     )
+
+
+def exactly_one_problem(h, w) -> str | None:
+    """Where w_i = 1 (1 <= i < gamma) the statement asks for h_i = 1 exactly: a hair above 1 is no probability."""
+    for i in range(1, w.size - 1):
+        if w[i] == 1.0 and h[i] != 1.0:
+            return (
+                f"h_{i} = {float(h[i])!r}, not exactly 1: R + 1 - w rounds R + 1 first; write R + (1 - w) "
+                f"(here w_{i} = 1: the denominator is then R_{i} itself, and h_{i} = 1 exactly)"
+            )
+    return None
 
 
 def diagnose(got, tokens, q, p) -> str | None:
@@ -345,10 +358,12 @@ def check_block_weights(fn) -> bool:
             got, error = call(fn, (tokens, q, p), refused=refused, why=COMPUTES_W_AND_H, in_place=NEW_ARRAYS)
         if error is not None and error.startswith("not attempted"):
             return verdict(NAME, error, len(cases))
+        if error is not None:
+            error = " ".join(error.split())  # the policy's messages print 2-D arrays over several lines: one line
         if error is not None and error.startswith("raised"):
             error = error[: error.rfind(" for input (")]  # the inputs are shown below, in full
             if "ZeroDivisionError" in error:
-                error += " (R_i + 1 - w_i is 0 here for some i: the statement sets h_i = 1 then)"
+                error += " (R_i + (1 - w_i) is 0 here for some i: the statement sets h_i = 1 then)"
         elif error is None:
             error = diagnose(got, tokens, q, p)
         if error is not None:

@@ -5,29 +5,9 @@ Try the exercises first: a checker's counterexample teaches more than a finished
 
 import numpy as np
 
-from specdec.topk import kth_largest  # the core imports it too; exercise 2 writes it
+from specdec.topk import kth_largest  # exercise 1's reference, exported by the notebook
 
 # Exercise 1
-
-
-def top_k_keep_ties(logits, k):
-    """Keep every logit >= the k-th largest of its row (so all ties with it), -inf elsewhere.
-
-    The comparison is with a value, not with positions in a sorted order, so tied tokens
-    are kept or dropped together and the token order cannot matter. k >= V keeps everything.
-    Works on a floating copy: the caller's array is left alone, and integer logits can hold -inf.
-    The threshold comes from the package's kth_largest, as in the core; kth_largest_value below
-    (exercise 2) gives the same values.
-    """
-    x = np.asarray(logits)
-    out = x.astype(np.result_type(x.dtype, np.float32), copy=True)  # (..., V)
-    if k >= x.shape[-1]:
-        return out
-    out[out < kth_largest(out, k)] = -np.inf  # (..., V)
-    return out
-
-
-# Exercise 2
 
 
 def kth_largest_value(x, k):
@@ -41,6 +21,26 @@ def kth_largest_value(x, k):
     x = np.asarray(x)
     j = x.shape[-1] - k  # the k-th largest, counted from the small end
     return np.partition(x, j, axis=-1)[..., j : j + 1]  # (..., 1)
+
+
+# Exercise 2
+
+
+def top_k_keep_ties(logits, k):
+    """Keep every logit >= the k-th largest of its row (so all ties with it), -inf elsewhere.
+
+    The comparison is with a value, not with positions in a sorted order, so tied tokens
+    are kept or dropped together and the token order cannot matter. k >= V keeps everything.
+    Works on a floating copy: the caller's array is left alone, and integer logits can hold -inf.
+    The threshold comes from the package's kth_largest, as the hint says; kth_largest_value above
+    (exercise 1) gives the same values.
+    """
+    x = np.asarray(logits)
+    out = x.astype(np.result_type(x.dtype, np.float32), copy=True)  # (..., V)
+    if k >= x.shape[-1]:
+        return out
+    out[out < kth_largest(out, k)] = -np.inf  # (..., V)
+    return out
 
 
 # Exercise 3

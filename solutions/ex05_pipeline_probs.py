@@ -18,7 +18,8 @@ def pipeline_probs(logits, params):
       * temperature 0 is greedy: a one-hot distribution on the first maximum (no division by 0);
       * subtract the row maximum *before* dividing by T: for T near 1e-308, x / T overflows to
         inf (2 / 1e-308) and inf - inf is NaN; (x - max) / T is at most 0, and at worst -inf;
-      * a disabled filter (top_k None, top_p 1, min_p 0) is skipped, not applied with a silly value;
+      * top_k None is skipped (top_k_filter refuses None); top_p 1 and min_p 0 keep everything, so
+        applying or skipping them gives the same result (skipping saves the work);
       * everything works on (..., V) arrays because the filters and softmax do.
     """
     x = np.asarray(logits, dtype=np.float64)  # (..., V)

@@ -1,4 +1,4 @@
-"""Reference solution for exercise 2 of notebook 09 (optional: the acceptance test).
+"""Reference solution for exercise 1 of notebook 09 (optional: the acceptance test, in section 3).
 
 Try the exercise first: a checker's counterexample teaches more than a finished answer.
 """

@@ -10,8 +10,8 @@ def last_token(p_rows, q_rows, drafts, n_accepted):
     """The distribution of the token the target adds after `n_accepted` accepted drafts.
 
     p_rows (gamma + 1, V): the target's distributions at the gamma drafted positions and one
-    more; q_rows (gamma, V): the draft's; drafts (gamma,). The seed's "fall back to the last
-    accepted token" adds nothing after a rejection, so the emitted token at that position only
+    more; q_rows (gamma, V): the draft's; drafts (gamma,). The blog post's "fall back to the
+    last accepted token" adds nothing after a rejection, so the emitted token at that position only
     ever comes from accepted drafts: its law is min(p, q) / alpha, not p. The fix:
 
     * a rejection at position n_accepted: draw from the residual norm(max(0, p - q)) of that

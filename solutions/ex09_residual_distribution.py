@@ -1,4 +1,4 @@
-"""Reference solution for exercise 3 of notebook 09 (optional: the residual distribution).
+"""Reference solution for exercise 2 of notebook 09 (the residual distribution).
 
 Try the exercise first: a checker's counterexample teaches more than a finished answer.
 """

@@ -1,4 +1,4 @@
-"""Reference solution for exercise 1 of notebook 09 (the block verifier).
+"""Reference solution for exercise 3 of notebook 09 (the block verifier).
 
 Try the exercise first: a checker's counterexample teaches more than a finished answer.
 """

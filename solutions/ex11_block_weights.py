@@ -20,8 +20,9 @@ def my_block_weights(tokens, q, p):
     h_i is the probability of keeping the prefix of length i when no longer one is kept. For
     1 <= i < gamma it compares R_i, the weighted residual mass of the next row (the probability
     the target still wants there beyond what the draft offers), with 1 - w_i, the part of the
-    prefix the target did not want: h_i = R_i / (R_i + 1 - w_i). The denominator is 0 only
-    when w_i = 1 and the next rows agree (p[i] == q[i]): then the prefix is kept, h_i = 1.
+    prefix the target did not want: h_i = R_i / (R_i + (1 - w_i)). The denominator is 0 only
+    when w_i = 1 and the next rows agree (p[i] == q[i]): then the prefix is kept, h_i = 1. Writing
+    1 - w_i first makes the denominator R_i itself where w_i = 1, so h_i is exactly 1 there too.
     After the whole block there is no draft row left to compare with: h_gamma = w_gamma.
     h_0 is not a test (the empty prefix is what is left; no uniform is drawn for it) and is set to 1.
     """
@@ -36,7 +37,7 @@ def my_block_weights(tokens, q, p):
     h = np.ones(gamma + 1)  # (gamma + 1,) h_0 = 1
     for i in range(1, gamma):
         r = np.maximum(w[i] * p[i] - q[i], 0.0).sum()  # w[i] * p[i] is a new array: p is left as it was
-        denominator = r + 1.0 - w[i]  # >= 0
+        denominator = r + (1.0 - w[i])  # >= 0; r itself when w[i] = 1
         h[i] = r / denominator if denominator > 0 else 1.0
     h[gamma] = w[gamma]
     return w, h

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from specdec.generation import generate
-from specdec.harness import TimedModel, predict_from_rounds, run_turns, turn_costs
+from specdec.harness import TimedModel, TurnCosts, predict_from_rounds, run_turns, turn_costs
 from specdec.models import load_model, load_tokenizer
 from specdec.pipeline import SamplingParams
 from specdec.speculative import AUTO_MAX_GAMMA, speculative_generate
@@ -126,7 +126,7 @@ def timed_pairs(plain_run, fast_run, pairs: int) -> tuple[list[tuple], list[tupl
     return plain, fast
 
 
-def predicted_speedup(plain: list[tuple], fast: list[tuple]) -> tuple[float | None, dict]:
+def predicted_speedup(plain: list[tuple], fast: list[tuple]) -> tuple[float | None, TurnCosts]:
     """The cost model for the rounds these runs made, with its inputs measured inside the same runs.
 
     harness.turn_costs turns the timed calls of the interleaved pairs into the unit (one plain
@@ -136,10 +136,15 @@ def predicted_speedup(plain: list[tuple], fast: list[tuple]) -> tuple[float | No
     when the runs are too short to time a plain step and a round after the prompt.
     """
     costs = turn_costs([turns for _, turns in plain], [turns for _, turns in fast])
-    if not (costs["f"] and math.isfinite(costs["unit"]) and math.isfinite(costs["c"])):
+    if not (costs.f and math.isfinite(costs.unit) and math.isfinite(costs.c)):
         return None, costs
-    prediction = predict_from_rounds([result for result, _ in fast], costs["c"], costs["f"], costs["prompt"])
+    prediction = predict_from_rounds([result for result, _ in fast], costs.c, costs.f, costs.prompt)
     return prediction.speedup, costs
+
+
+def times(ratio: float) -> str:
+    """A speed ratio to two decimals, or three where two would print 1.00x for a ratio that is not 1."""
+    return f"{ratio:.3f}x" if f"{ratio:.2f}" == "1.00" and ratio != 1 else f"{ratio:.2f}x"
 
 
 def verdict(ratios: list[float], predicted: float | None) -> str:
@@ -155,11 +160,13 @@ def verdict(ratios: list[float], predicted: float | None) -> str:
                 if abs(gap) < 0.005
                 else f"{abs(gap):.0%} {'above' if gap > 0 else 'below'} the cost model's prediction for this machine"
             )
-        return f"speculative decoding was faster in all {len(ratios)} pairs ({low:.2f}x to {high:.2f}x), {comparison}"
+        return (
+            f"speculative decoding was faster in all {len(ratios)} pairs ({times(low)} to {times(high)}), {comparison}"
+        )
     if high < 1:
         return f"speculative decoding was slower in all {len(ratios)} pairs: this machine does not reward it"
     return (
-        f"too noisy to tell: the pairs range from {low:.2f}x to {high:.2f}x; "
+        f"too noisy to tell: the pairs range from {times(low)} to {times(high)}; "
         "close other programs and run again, or add --pairs"
     )
 
@@ -222,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios = [p / s for p, s in zip(plain_seconds, fast_seconds, strict=True)]
     predicted, costs = predicted_speedup(plain_runs, fast_runs)
     drafts_per_round = fast.drafted / max(len(fast.drafted_per_round), 1)
-    f = costs["f"]
+    f = costs.f
     for name, seconds in (("plain", plain_seconds), ("speculative", fast_seconds)):
         print(
             f"  {name:11} {1e3 * statistics.median(seconds):6.1f} ms per run "
@@ -231,14 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     if predicted is not None:
         n = min(f, key=lambda k: abs(k - 1 - drafts_per_round))  # the f(n) of a typical round
         print(
-            f"  cost model inputs, timed inside these runs: a plain step takes {1e3 * costs['unit']:.2f} ms; "
-            f"a draft step c = {costs['c']:.3f} of it; a round scoring {n} positions f({n}) = {f[n]:.2f} steps "
-            f"(its call {costs['f_call'][n]:.2f}, the rest sampling and verifying); reading the prompt "
-            f"{costs['prompt']:.1f} steps; rounds drafted {drafts_per_round:.1f} on average"
+            f"  cost model inputs, timed inside these runs: a plain step takes {1e3 * costs.unit:.2f} ms; "
+            f"a draft step c = {costs.c:.3f} of it; a round scoring {n} positions f({n}) = {f[n]:.2f} steps "
+            f"(its call {costs.f_call[n]:.2f}, the rest sampling and verifying); reading the prompt "
+            f"{costs.prompt:.1f} steps; rounds drafted {drafts_per_round:.1f} on average"
         )
     else:
         print("  cost model inputs: too few tokens to time a plain step and a round after the prompt")
-    dips = f_dips({k: value for k, value in f.items() if costs["rounds"][k] >= MIN_ROUNDS})
+    dips = f_dips({k: value for k, value in f.items() if costs.rounds[k] >= MIN_ROUNDS})
     if dips:
         print(
             f"  note: f(n) falls at n = {dips} (a BLAS kernel switch, or the machine busier while those rounds ran); "

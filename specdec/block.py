@@ -14,8 +14,8 @@ def block_weights(tokens: np.ndarray, q: np.ndarray, p: np.ndarray) -> tuple[np.
 
     w_0 = 1 and w_i = min(1, w_(i-1) * p_i(x_i) / q_i(x_i)): how much of the block's first i drafts the
     target still wants, capped at 1. For a prefix of length i < gamma, R_i = sum_x max(0, w_i p_(i+1)(x)
-    - q_(i+1)(x)) is the weighted residual mass after it, and h_i = R_i / (R_i + 1 - w_i) the chance of
-    keeping that prefix when no longer one is kept (1 when R_i + 1 - w_i = 0); h_gamma = w_gamma.
+    - q_(i+1)(x)) is the weighted residual mass after it, and h_i = R_i / (R_i + (1 - w_i)) the chance of
+    keeping that prefix when no longer one is kept (1 when R_i = 0 and w_i = 1); h_gamma = w_gamma.
     h_0 is never used (the empty prefix is what is left), and is set to 1.
     """
     gamma = tokens.size
@@ -23,7 +23,7 @@ def block_weights(tokens: np.ndarray, q: np.ndarray, p: np.ndarray) -> tuple[np.
     for i in range(gamma):  # a scalar loop: gamma multiplications, each capped
         w[i + 1] = min(1.0, w[i] * p[i, tokens[i]] / q[i, tokens[i]])
     residual_mass = np.maximum(w[:gamma, None] * p[:gamma] - q, 0.0).sum(axis=-1)  # (gamma,) R_0 .. R_(gamma-1)
-    denominator = residual_mass + 1.0 - w[:gamma]  # (gamma,) >= 0, 0 only when w_i = 1 and R_i = 0
+    denominator = residual_mass + (1.0 - w[:gamma])  # (gamma,) >= 0; R_i itself where w_i = 1, so h_i = 1 exactly
     h = np.ones(gamma + 1)  # (gamma + 1,)
     safe = denominator > 0
     h[:gamma] = np.where(safe, residual_mass / np.where(safe, denominator, 1.0), 1.0)
@@ -35,7 +35,8 @@ def block_weights(tokens: np.ndarray, q: np.ndarray, p: np.ndarray) -> tuple[np.
 def block_keeps(drafts, q, p) -> np.ndarray:
     """P(block verification keeps exactly i drafts), i = 0..gamma: length i passes, every longer one fails."""
     _, h = block_weights(np.asarray(drafts), q, p)  # (gamma + 1,) h[0] = 1: "none passes" ends at 0
-    fails_after = np.append(np.cumprod((1 - h[1:])[::-1])[::-1], 1.0)  # (gamma + 1,) prod over j > i of (1 - h_j)
+    # entry i: the product of (1 - h_j) over j > i, a cumulative product taken from the end; 1 after the last
+    fails_after = np.append(np.cumprod((1 - h[1:])[::-1])[::-1], 1.0)  # (gamma + 1,)
     return h * fails_after  # (gamma + 1,)
 
 
@@ -80,7 +81,7 @@ class BlockRule:
 
     Drafts come from q. Given a drafted block, the prefix of length tau is kept with probability
     block_keeps(...)[tau], then one token comes from the bonus row (the whole block kept) or from the
-    weighted residual norm(max(0, w_tau p - q)); residual="plain" is the porting mistake of section 2,
+    weighted residual norm(max(0, w_tau p - q)); residual="plain" is the plain-residual mistake of section 2,
     norm(max(0, p - q)) after the right thresholds.
     """
 

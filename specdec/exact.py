@@ -1,14 +1,8 @@
 # Generated from notebooks/09_exact_speculative_sampling.ipynb by tools/export.py: edit the notebook, not this file.
-"""Exact laws by enumeration: what speculative decoding emits, walked branch by branch on tiny models.
+"""Exact laws by enumeration (notebook 09): what speculative decoding emits, walked branch by branch.
 
-A model here is a function from a context (a tuple of token ids) to the distribution of the next
-token; `bigram(table)` makes one from a (V, V) table whose row t follows token t. A rule says how
-a round's drafts are drawn (`draft_law`) and what its verification emits given them
-(`verify_law`): `Rule` is notebook 09's token-level rule and its shortcuts, notebook 11 adds block
-verification. `round_law` walks every drafted block, `text_law` chains rounds into the law of the
-first n tokens of the text, `target_law` is the law of sampling the target alone. The course's one
-oracle for exactness: notebooks 09 and 11, the checkers, the service's law check and the tests use it.
-"""
+A model maps a context (token ids) to the next token's distribution; a rule (`Rule`, notebook 11's `BlockRule`)
+gives a round's `draft_law` and `verify_law`. The course's one oracle for exactness."""
 
 import itertools
 import math
@@ -18,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specdec.protocol import TokenHistory
-from specdec.validation import check_new_tokens
+from specdec.validation import check_score
 from specdec.verify import residual_distribution
 
 Model = Callable[[tuple], np.ndarray]  # a context (token ids) -> the next token's distribution, (V,)
@@ -83,8 +77,8 @@ class Rule:
 
 RULES = [
     Rule(),
-    Rule("fall back to the last accepted token", on_reject="nothing"),  # the seed blog post (seed errata #7)
-    Rule("re-draft until accepted", on_reject="redraft"),  # seed errata #7
+    Rule("fall back to the last accepted token", on_reject="nothing"),  # the blog post of notebook 00 (its errata #7)
+    Rule("re-draft until accepted", on_reject="redraft"),  # the blog's errata #7
     Rule("resample from p", on_reject="p"),
     Rule("one uniform per round", uniforms="shared"),
     Rule("argmax draft, softmax q", draft="argmax"),
@@ -94,10 +88,7 @@ RULES = [
 
 
 def round_law(rule, target: Model, draft: Model, context: tuple, gamma: int) -> dict:
-    """{emitted tokens: probability} of one round after `context`: every block of gamma drafts, walked.
-
-    `rule` is any object with `draft_law(p, q)` and `verify_law(drafts, q, p)`, as Rule has.
-    """
+    """{emitted tokens: probability} of one round after `context`, for any rule: every drafted block, walked."""
     vocab = len(target(context))
     law = {}
     for drafts in itertools.product(range(vocab), repeat=gamma):  # every sequence of drafts
@@ -113,15 +104,10 @@ def round_law(rule, target: Model, draft: Model, context: tuple, gamma: int) -> 
 
 
 def text_law(rule, target: Model, draft: Model, context: tuple, gamma: int, n: int) -> np.ndarray:
-    """(V,) * n: the exact law of the first n tokens of the text, rounds chained as generation does.
-
-    A round that emits nothing (a shortcut's) leaves the text as it was, and the next round starts
-    the same way: the law is that of the rounds that emit something.
-    """
-    vocab = len(target(context))
-    law = np.zeros((vocab,) * n)
+    """(V,) * n: the exact law of the first n tokens of the text, rounds chained as generation does."""
+    law = np.zeros((len(target(context)),) * n)  # (V,) * n
     one_round = round_law(rule, target, draft, context, gamma)
-    empty = one_round.pop((), 0.0)
+    empty = one_round.pop((), 0.0)  # a round that emits nothing (a shortcut's) is repeated as it was: left out
     if empty > 1 - 1e-12:
         raise ValueError(f"after {context} a round never emits a token: generation would loop forever")
     for emitted, prob in one_round.items():
@@ -158,9 +144,7 @@ class TableModel:
         return TokenHistory()  # what it has read of one text: the tokens seen
 
     def score(self, tokens, state: TokenHistory) -> np.ndarray:
-        tokens = check_new_tokens(tokens, self.vocab_size)  # (n,)
-        if state.length + tokens.size > self.max_context:
-            raise ValueError(f"context overflow: {state.length} + {tokens.size} > max_context {self.max_context}")
+        tokens = check_score(tokens, state, TokenHistory, self)  # (n,) and room for them
         state.tokens += tokens.tolist()
         self.calls += 1
         return self.logits[tokens]  # (n, V)

@@ -10,17 +10,7 @@ import numpy as np
 from specdec.pipeline import SamplingParams, sample_token
 from specdec.protocol import LanguageModel
 from specdec.threads import generation_threads
-from specdec.validation import (
-    check_max_new_tokens,
-    check_model,
-    check_on_round,
-    check_optional_token,
-    check_params,
-    check_prompt,
-    check_room,
-    check_sampling_rng,
-    check_scores,
-)
+from specdec.validation import check_generate, check_scores
 
 
 @dataclass
@@ -51,22 +41,13 @@ def generate(
 ) -> GenerationResult:
     """Sample up to `max_new_tokens` tokens after the prompt, one model call per token.
 
-    Stops early after `end_token`, if given. Temperature 0 is greedy and needs no rng.
-    `on_round`, if given, is called with each new token as soon as it is drawn (an int64 array of
-    one token); an exception it raises stops the generation and propagates (a server that streams
-    the tokens stops this way when its client hangs up).
+    Stops early after `end_token`, if given; temperature 0 is greedy and needs no rng. `on_round`, if given, gets
+    each new token as soon as it is drawn (an int64 array of one token); an exception it raises stops the generation.
     """
-    model = check_model(model)
-    prompt = check_prompt(prompt_tokens, model)
-    max_new_tokens = check_max_new_tokens(max_new_tokens)
-    params = check_params(params)
-    rng = check_sampling_rng(rng, params)
-    end_token = check_optional_token(end_token, "end_token", model.vocab_size)
-    on_round = check_on_round(on_round)
-    check_room(model, prompt.size, max_new_tokens)
-    start = time.perf_counter()
-    new_tokens: list[int] = []
-    calls = 0
+    model, prompt, max_new_tokens, params, rng, end_token, on_round = check_generate(
+        model, prompt_tokens, max_new_tokens, params, rng, end_token, on_round
+    )
+    start, new_tokens, calls = time.perf_counter(), [], 0
     if max_new_tokens > 0:
         state = model.start()  # this generation's memory; the model itself never changes
         with generation_threads():  # the BLAS thread setting for generation (specdec.threads)

@@ -5,47 +5,26 @@ import math
 
 import numpy as np
 
-from specdec.validation import check_new_tokens, check_rollback
+from specdec.validation import check_rollback, check_score
 
 
 def layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray, eps: float = 1e-5) -> np.ndarray:
     """Normalise each row to mean 0 and variance 1, then scale and shift."""
-    d = x.shape[-1]  # sum / d rather than .mean(): the same numbers, a few microseconds less per call
+    d = x.shape[-1]  # sum / d rather than .mean(): the same numbers, a little less per call
     centred = x - x.sum(axis=-1, keepdims=True) / d  # (n, d)
     return centred / np.sqrt((centred * centred).sum(axis=-1, keepdims=True) / d + eps) * gain + bias  # (n, d)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
-    """GELU, tanh approximation (as in GPT-2)."""
+    """GELU, a smooth ReLU (the tanh approximation, as in GPT-2)."""
     return 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
 
 
 def layer_names(i: int) -> list[str]:
-    """The names of layer i's arrays in a weights file."""
-    return [
-        f"h{i}.ln1.gain",
-        f"h{i}.ln1.bias",
-        f"h{i}.attn.w_qkv",
-        f"h{i}.attn.b_qkv",
-        f"h{i}.attn.w_out",
-        f"h{i}.attn.b_out",
-        f"h{i}.ln2.gain",
-        f"h{i}.ln2.bias",
-        f"h{i}.mlp.w_in",
-        f"h{i}.mlp.b_in",
-        f"h{i}.mlp.w_out",
-        f"h{i}.mlp.b_out",
-    ]
-
-
-def expected_shapes(vocab_size: int, max_context: int, d_model: int, n_layer: int) -> dict[str, tuple]:
-    """Every array a GPT weights file must hold, with its shape."""
-    d = d_model
-    shapes = {"wte": (vocab_size, d), "wpe": (max_context, d), "ln_f.gain": (d,), "ln_f.bias": (d,)}
-    for i in range(n_layer):
-        layer = [(d,), (d,), (d, 3 * d), (3 * d,), (d, d), (d,), (d,), (d,), (d, 4 * d), (4 * d,), (4 * d, d), (d,)]
-        shapes.update(zip(layer_names(i), layer, strict=True))
-    return shapes
+    """The names of layer i's arrays in a weights file: two layer norms, attention, the MLP."""
+    parts = ["ln1.gain", "ln1.bias", "attn.w_qkv", "attn.b_qkv", "attn.w_out", "attn.b_out"]
+    parts += ["ln2.gain", "ln2.bias", "mlp.w_in", "mlp.b_in", "mlp.w_out", "mlp.b_out"]
+    return [f"h{i}.{part}" for part in parts]
 
 
 class KVCache:
@@ -54,12 +33,10 @@ class KVCache:
     def __init__(self, model: "GPT"):
         self.model = model  # the GPT whose keys these are
         shape = (model.n_layer, model.n_head, model.max_context, model.head_dim)
-        self.keys = np.zeros(shape, dtype=np.float32)  # (L, H, T, dh)
-        self.values = np.zeros(shape, dtype=np.float32)  # (L, H, T, dh)
+        self.keys, self.values = np.zeros(shape, np.float32), np.zeros(shape, np.float32)  # (L, H, T, dh) each
         self.length = 0  # tokens in the cache
 
-    def rollback(self, length: int) -> None:
-        """Keep only the first `length` tokens seen."""
+    def rollback(self, length: int) -> None:  # keep only the first `length` tokens seen
         self.length = check_rollback(length, self.length)
 
 
@@ -74,26 +51,20 @@ class GPT:
         self.vocab_size, self.d_model = self.w["wte"].shape
         self.max_context = self.w["wpe"].shape[0]
         self.n_layer = sum(1 for key in self.w if key.endswith(".ln1.gain"))
-        self.n_head = n_head
-        self.head_dim = self.d_model // n_head
+        self.n_head, self.head_dim = n_head, self.d_model // n_head
         self.layers = [[self.w[key] for key in layer_names(i)] for i in range(self.n_layer)]
         # The causal mask, added to scores: -inf above the diagonal (exp(-inf) = 0).
         self.causal = np.triu(np.full((self.max_context, self.max_context), -np.inf, dtype=np.float32), k=1)
         self.causal.flags.writeable = False
 
-    def start(self) -> KVCache:
-        """A fresh, empty KV cache for one text."""
+    def start(self) -> KVCache:  # a fresh, empty KV cache for one text
         return KVCache(self)
 
     def score(self, tokens, cache: KVCache) -> np.ndarray:
         """Feed new tokens to `cache`; return the logits for the token after each of them, shape (n, V)."""
-        if not isinstance(cache, KVCache) or cache.model is not self:
-            raise TypeError(f"cache must be a KVCache from this model's start(), got {type(cache).__name__}")
-        tokens = check_new_tokens(tokens, self.vocab_size)  # (n,)
+        tokens = check_score(tokens, cache, KVCache, self, "cache")  # (n,) and room for them in the cache
         n, past = tokens.size, cache.length  # past: the tokens already cached
         end = past + n
-        if end > self.max_context:
-            raise ValueError(f"context overflow: {past} tokens seen + {n} new > max_context {self.max_context}")
         h, dh = self.n_head, self.head_dim
         x = self.w["wte"][tokens] + self.w["wpe"][past:end]  # (n, d)
         for layer, (g1, b1, w_qkv, b_qkv, w_o, b_o, g2, b2, w_in, b_in, w_out, b_out) in enumerate(self.layers):
@@ -113,3 +84,13 @@ class GPT:
             x = x + gelu(layer_norm(x, g2, b2) @ w_in + b_in) @ w_out + b_out  # (n, d)
         cache.length = end
         return layer_norm(x, self.w["ln_f.gain"], self.w["ln_f.bias"]) @ self.w["wte"].T  # (n, V)
+
+
+def expected_shapes(vocab_size: int, max_context: int, d_model: int, n_layer: int) -> dict[str, tuple]:
+    """Every array a GPT weights file must hold, with its shape."""
+    d = d_model
+    shapes = {"wte": (vocab_size, d), "wpe": (max_context, d), "ln_f.gain": (d,), "ln_f.bias": (d,)}
+    for i in range(n_layer):
+        layer = [(d,), (d,), (d, 3 * d), (3 * d,), (d, d), (d,), (d,), (d,), (d, 4 * d), (4 * d,), (4 * d, d), (d,)]
+        shapes.update(zip(layer_names(i), layer, strict=True))
+    return shapes

@@ -1,23 +1,11 @@
 # Generated from notebooks/10_how_much_faster.ipynb by tools/export.py: edit the notebook, not this file.
-"""How much faster? Measuring speculative decoding: acceptance, speed side by side, prediction, quality.
-
-Written in notebook 10. Inputs: `heldout_prompts` draws prompts from held-out text. Reading
-results: `acceptance_counts`, `acceptance_by_position` and `pooled_alpha` turn the per-round
-counts of SpeculativeResult into acceptance rates.
-Measuring: `side_by_side` times plain `generate` against `speculative_generate` on the same
-prompts, interleaved, with one BLAS thread, and measures the cost model's inputs inside those
-runs (`TimedModel`, `run_turns`, `turn_costs`); `measure_costs` and `draft_step_seconds`
-measure f(n) and c apart from the runs, as notebook 07 does; `round_breakdown` splits the time
-per token into target calls, draft calls and the rest. Predicting: `predict` is
-notebook 07's cost model, and `gap_factors` writes measured / predicted as a product of three
-measured factors. Quality: `heldout_quality` scores held-out text under a setting's filtered
-target distribution, `text_bits` scores generated text under the unfiltered target. `sweep`
-puts throughput and quality together for a list of sampling settings, named by `label`.
-"""
+"""How much faster? Speculative decoding measured (notebook 10): acceptance, speed side by side, prediction."""
 
 import math
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -30,15 +18,8 @@ from specdec.timing import blas_threads, cost_ratios, expected_tokens, predicted
 from specdec.validation import check_count, check_gamma, check_params, check_real, check_verify
 
 
-def heldout_prompts(
-    stream, n_prompts: int, length: int = 48, seed: int = 0, newline: int = 2, end: int = 0
-) -> list[np.ndarray]:
-    """n_prompts prompts of `length` tokens from a held-out token stream, each starting at a line start.
-
-    The start positions are drawn without replacement, seeded, among the positions right after a
-    `newline` token whose next `length` tokens contain no `end` (end of file) token, and returned
-    in stream order. Text the models never trained on, cut where a programmer would pause.
-    """
+def heldout_prompts(stream, n_prompts: int, length: int = 48, seed: int = 0, newline: int = 2, end: int = 0) -> list:
+    """n_prompts prompts of `length` tokens, drawn (seeded) after a `newline` of a held-out stream, no `end` inside."""
     stream = np.asarray(stream).astype(np.int64)  # (N,)
     n_prompts, length = check_count(n_prompts, "n_prompts"), check_count(length, "length")
     ends_before = np.concatenate([[0], np.cumsum(stream == end)])  # (N + 1,) END tokens in stream[:i]
@@ -50,22 +31,14 @@ def heldout_prompts(
     return [stream[start : start + length] for start in chosen]
 
 
-def as_results(results) -> list[SpeculativeResult]:
-    """One SpeculativeResult or an iterable of them, as a list."""
-    return [results] if isinstance(results, SpeculativeResult) else list(results)
-
-
 def acceptance_counts(results) -> tuple[np.ndarray, np.ndarray]:
     """Per draft position i = 1..gamma: (rounds that tested the draft at i, rounds that accepted it).
 
-    A round that drafted g tokens and accepted n of them tested positions 1..min(n + 1, g):
-    every accepted draft, and the first rejected one if there was one. Drafts after a
-    rejection are never looked at, so they count nowhere. gamma is the largest g of any round.
-    """
-    results = as_results(results)
+    A round that drafted g tokens and accepted n tested positions 1..min(n + 1, g): its accepted drafts and
+    the first rejected one, if any; the drafts after it are never looked at. gamma is the largest g."""
+    results = [results] if isinstance(results, SpeculativeResult) else list(results)  # one result, or several
     gamma = max((g for result in results for g in result.drafted_per_round), default=0)
-    tested = np.zeros(gamma, dtype=np.int64)  # (gamma,)
-    accepted = np.zeros(gamma, dtype=np.int64)  # (gamma,)
+    tested, accepted = np.zeros(gamma, dtype=np.int64), np.zeros(gamma, dtype=np.int64)  # (gamma,), (gamma,)
     for result in results:
         for n, g in zip(result.accepted_per_round, result.drafted_per_round, strict=True):
             tested[: min(n + 1, g)] += 1
@@ -76,9 +49,7 @@ def acceptance_counts(results) -> tuple[np.ndarray, np.ndarray]:
 def acceptance_by_position(results) -> np.ndarray:
     """(gamma,) for i = 1..gamma: of the rounds that reached draft position i, the fraction that accepted it.
 
-    Position i is reached when drafts 1..i-1 were all accepted (and the round drafted at
-    least i tokens). NaN where no round reached position i.
-    """
+    A round reaches i when it drafted i or more and accepted drafts 1..i-1. NaN where none did: no test, no rate."""
     tested, accepted = acceptance_counts(results)
     return np.where(tested > 0, accepted / np.maximum(tested, 1), np.nan)  # (gamma,)
 
@@ -95,101 +66,127 @@ def seed_for(seed: int, prompt_index: int) -> np.random.Generator:
 
 
 class TimedModel:
-    """A model that records the size, the start and the seconds of every `score` call; the rest passes through."""
+    """A model that notes when each `score` call starts, its size and its seconds; the rest passes through."""
 
     def __init__(self, model):
-        self.model = model
-        self.calls: list[tuple[int, float]] = []  # (tokens scored, seconds) of each call
-        self.starts: list[float] = []  # time.perf_counter() when each call began
+        self.model, self.starts, self.calls = model, [], []  # starts: perf_counter() at each call; calls: (n, seconds)
 
     def __getattr__(self, name):  # vocab_size, max_context, name
         return getattr(self.model, name)
 
-    def start(self):
-        return self.model.start()
-
     def score(self, tokens, state) -> np.ndarray:
-        start = time.perf_counter()
+        self.starts.append(time.perf_counter())
         logits = self.model.score(tokens, state)
-        self.calls.append((len(tokens), time.perf_counter() - start))
-        self.starts.append(start)
+        self.calls.append((len(tokens), time.perf_counter() - self.starts[-1]))
         return logits
 
 
-def run_turns(result, target: TimedModel, draft: TimedModel | None, end: float) -> dict:
-    """One run's seconds split into what the cost model charges, from the calls its models timed.
+@dataclass(frozen=True)
+class PlainTurns:
+    """A plain run's seconds, cut where its target calls start (`run_turns`)."""
 
-    Plain (`draft` None): "prompt", from the start of the run to the second target call (the
-    prompt read and the first token drawn), and "steps" seconds for "step_count" steps, each
-    one call of one token, its sampling and the loop, up to the next call. Speculative: a round
-    begins at its first draft call (or at its target call, if it drafts nothing) and the first
-    round, which reads the prompt, is "prompt". In every later round, the draft's turn runs
-    from its first call to the target's ("draft" seconds for "drafted" tokens, one call each),
-    and the target's turn from its call to the next round: {n: [seconds, count]} in "turns" by
-    the tokens scored, n = g + 1 (the call, `sampling_probs` on its n rows, the verification,
-    the rollbacks), and in "calls" for the call alone. `end` is time.perf_counter() after the run.
-    """
+    prompt: float  # from the run's start to the second call: reading the prompt, drawing the first token
+    steps: float  # every later step: a call of one token, sampling it, the loop
+    step_count: int  # how many steps: one per token after the first
+
+
+@dataclass(frozen=True)
+class RoundTurns:
+    """A speculative run's seconds, cut into the turns of its rounds (`run_turns`)."""
+
+    prompt: float  # the first round, which reads the prompt: from the run's start to the second round
+    draft: float  # the draft's turns of the later rounds: each from its first draft call to the target's call
+    drafted: int  # the draft calls in those turns, one per drafted token
+    turns: list[tuple[int, float, float]]  # per later round: (n tokens scored, the target's turn, its call alone)
+
+
+def run_turns(result, target: TimedModel, draft: TimedModel | None, end: float) -> PlainTurns | RoundTurns:
+    """One run's seconds cut into the turns the cost model charges; `end` is time.perf_counter() after the run."""
     start = end - result.seconds
-    if draft is None:
-        starts = target.starts
-        steps = end - starts[1] if len(starts) > 1 else 0.0
-        return {"prompt": result.seconds - steps, "steps": steps, "step_count": max(len(starts) - 1, 0)}
-    events = sorted(
-        [(t, "target", n, seconds) for t, (n, seconds) in zip(target.starts, target.calls, strict=True)]
-        + [(t, "draft", n, seconds) for t, (n, seconds) in zip(draft.starts, draft.calls, strict=True)]
+    if draft is None:  # plain: a step runs from one target call to the next
+        steps = end - target.starts[1] if len(target.starts) > 1 else 0.0
+        return PlainTurns(result.seconds - steps, steps, max(len(target.starts) - 1, 0))
+    begins, drafted = [], []  # per round: when it begins, how many draft calls it made
+    for previous, call in zip([-math.inf, *target.starts], target.starts, strict=False):  # round by round
+        mine = [t for t in draft.starts if previous < t < call]  # its draft calls: after the previous target call
+        begins.append(mine[0] if mine else call)  # it begins with its first draft call, if it drafted
+        drafted.append(len(mine))
+    ends = [*begins[1:], end]  # a round ends where the next one begins
+    # the rounds after the first: (n tokens scored, the target's turn from its call at t, the call's s seconds)
+    turns = [(n, stop - t, s) for t, (n, s), stop in zip(target.starts[1:], target.calls[1:], ends[1:], strict=True)]
+    draft_seconds = sum(call - begin for begin, call in zip(begins[1:], target.starts[1:], strict=True))
+    return RoundTurns(ends[0] - start, draft_seconds, sum(drafted[1:]), turns)  # the first round reads the prompt
+
+
+@dataclass(frozen=True)
+class TurnCosts:
+    """The cost model's inputs measured inside the runs (`turn_costs`): `unit` in seconds, the rest in units."""
+
+    unit: float  # one plain step: a target call of one token, sampling it, the loop
+    c: float  # the draft's turn per drafted token: its call and its sampling
+    f: dict[int, float]  # {n: the target's turn in a round scoring n tokens: the call, sampling, verification}
+    f_call: dict[int, float]  # {n: the target's call of n tokens alone}
+    prompt: float  # a plain run's first step: reading the prompt and drawing the first token
+    rounds: dict[int, int]  # {n: how many rounds scored n tokens}; the rounds that read a prompt count nowhere
+
+
+def turn_costs(plain: Sequence[PlainTurns], speculative: Sequence[RoundTurns]) -> TurnCosts:
+    """The unit, c, f(n) and the prompt from the turns of plain and speculative runs; NaN for an empty sum."""
+    steps, drafted = sum(t.step_count for t in plain), sum(t.drafted for t in speculative)
+    unit = sum(t.steps for t in plain) / steps if steps else math.nan
+    turns, calls, rounds = Counter(), Counter(), Counter()  # {n: seconds}, {n: seconds}, {n: rounds}
+    for n, turn, call in (round_ for t in speculative for round_ in t.turns):
+        turns[n], calls[n], rounds[n] = turns[n] + turn, calls[n] + call, rounds[n] + 1
+    c = sum(t.draft for t in speculative) / drafted / unit if drafted else math.nan
+    f, f_call = ({n: seconds[n] / rounds[n] / unit for n in sorted(rounds)} for seconds in (turns, calls))
+    prompt = sum(t.prompt for t in plain) / len(plain) / unit if plain else math.nan
+    return TurnCosts(unit, c, f, f_call, prompt, dict(sorted(rounds.items())))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One gamma's runs side by side (`summarize`): speed, tokens per target call, acceptance, the runs."""
+
+    gamma: int | str  # drafts per round, or "auto"
+    tokens: int  # tokens the speculative runs generated
+    plain_tokens_per_second: float  # over all plain runs, prompts included
+    speculative_tokens_per_second: float  # over all speculative runs, prompts included
+    speedup: float  # speculative tokens per second / plain tokens per second
+    target_calls: int  # the speculative runs' target calls
+    tokens_per_call: float  # tokens / target_calls
+    drafted: int  # draft tokens proposed
+    accepted: int  # draft tokens accepted
+    alpha: float  # accepted / tested drafts (pooled_alpha)
+    acceptance_rate: float  # accepted / drafted: lower, as the drafts after a rejection are never tested
+    identical_outputs: bool  # plain and speculative wrote the same tokens for every prompt (greedy must)
+    plain: list[GenerationResult]  # the runs, one per prompt
+    speculative: list[SpeculativeResult]
+    costs: TurnCosts | None = None  # the cost model's inputs measured inside these runs
+
+
+def summarize(gamma, plain: Sequence, speculative: Sequence, costs: TurnCosts | None = None) -> Summary:
+    """The totals of one gamma's runs (GenerationResults, SpeculativeResults), each timed by its own `seconds`."""
+    tokens, plain_tokens = (sum(r.tokens.size for r in runs) for runs in (speculative, plain))
+    seconds, plain_seconds = (sum(r.seconds for r in runs) for runs in (speculative, plain))
+    calls, drafted = sum(r.target_calls for r in speculative), sum(r.drafted for r in speculative)
+    accepted = int(acceptance_counts(speculative)[1].sum())
+    return Summary(
+        gamma=gamma,
+        tokens=tokens,
+        plain_tokens_per_second=plain_tokens / plain_seconds,
+        speculative_tokens_per_second=tokens / seconds,
+        speedup=(tokens / seconds) / (plain_tokens / plain_seconds),
+        target_calls=calls,
+        tokens_per_call=tokens / calls if calls else math.nan,
+        drafted=drafted,
+        accepted=accepted,
+        alpha=pooled_alpha(speculative),
+        acceptance_rate=accepted / drafted if drafted else math.nan,
+        identical_outputs=all(np.array_equal(a.tokens, b.tokens) for a, b in zip(plain, speculative, strict=True)),
+        plain=list(plain),
+        speculative=list(speculative),
+        costs=costs,
     )
-    rounds, pending = [], []  # rounds: (start of the round, draft calls, the target's call)
-    for event in events:
-        if event[1] == "draft":
-            pending.append(event)
-        else:
-            rounds.append(((pending or [event])[0][0], len(pending), event))
-            pending = []
-    turns = {"draft": 0.0, "drafted": 0, "turns": {}, "calls": {}}
-    turns["prompt"] = (rounds[1][0] if len(rounds) > 1 else end) - start
-    for r in range(1, len(rounds)):
-        round_start, drafted, (call_start, _, n, call_seconds) = rounds[r]
-        turn_end = rounds[r + 1][0] if r + 1 < len(rounds) else end
-        turns["draft"] += call_start - round_start
-        turns["drafted"] += drafted
-        for key, seconds in (("turns", turn_end - call_start), ("calls", call_seconds)):
-            total = turns[key].setdefault(n, [0.0, 0])
-            total[0] += seconds
-            total[1] += 1
-    return turns
-
-
-def turn_costs(plain: Sequence[dict], speculative: Sequence[dict]) -> dict:
-    """The cost model's inputs measured inside the runs (`run_turns` of each run), in plain steps.
-
-    "unit": the seconds of one plain step (one target call of one token, its sampling and the
-    loop: what plain decoding pays per token after the prompt). In units of it: "c", the draft's
-    turn per drafted token (its call and its sampling); "f" {n: the target's turn of n tokens:
-    its call, sampling its n rows, the verification}; "f_call", the call alone; "prompt", a plain
-    run's prompt step (reading the prompt, drawing the first token); and "rounds" {n: how many
-    rounds scored n}. Rounds that read the prompt count in none of them. Empty sums give NaN.
-    """
-    steps, count = sum(t["steps"] for t in plain), sum(t["step_count"] for t in plain)
-    unit = steps / count if count else math.nan
-    drafted = sum(t["drafted"] for t in speculative)
-
-    def totals(key: str) -> dict[int, list]:  # {n: [seconds, rounds]} over all runs
-        summed: dict[int, list] = {}
-        for t in speculative:
-            for n, (seconds, k) in t[key].items():
-                total = summed.setdefault(n, [0.0, 0])
-                total[0], total[1] = total[0] + seconds, total[1] + k
-        return dict(sorted(summed.items()))
-
-    turns, calls = totals("turns"), totals("calls")
-    return {
-        "unit": unit,
-        "c": sum(t["draft"] for t in speculative) / drafted / unit if drafted else math.nan,
-        "f": {n: seconds / k / unit for n, (seconds, k) in turns.items()},
-        "f_call": {n: seconds / k / unit for n, (seconds, k) in calls.items()},
-        "prompt": sum(t["prompt"] for t in plain) / len(plain) / unit if plain else math.nan,
-        "rounds": {n: k for n, (_, k) in turns.items()},
-    }
 
 
 def side_by_side(
@@ -202,57 +199,61 @@ def side_by_side(
     seed: int = 0,
     repeats: int = 1,
     verify: str = "token",
-) -> list[dict]:
-    """Plain `generate` against `speculative_generate` with the same target, on the same prompts.
+) -> list[Summary]:
+    """Plain `generate` against `speculative_generate`, same target, same prompts: one Summary per gamma.
 
-    For each gamma, every prompt is generated plainly and speculatively, back to back (plain
-    first for even prompts, speculative first for odd ones), so that a slow moment of a shared
-    machine hits both; with `repeats` > 1 each pair is run that many times and each run keeps
-    its fastest time (noise only ever adds time; the tokens are the same every time). One
-    untimed warm-up run of each comes first. BLAS threads are what the generators use by
-    default (specdec.threads). The seconds are the runs' own `seconds`, prompt
-    scoring included, as any user would pay it. A gamma may be "auto"; `verify` is passed on to
-    speculative_generate ("token" or "block", notebook 11). The models are wrapped in
-    `TimedModel`s, so each dict (one per gamma, keys: see `summarize`) also has "costs": the
-    cost model's inputs measured inside these very runs (`turn_costs`; with `repeats` > 1,
-    those of the fastest run of each).
-    """
-    params = check_params(params)
-    gammas = [check_gamma(gamma) for gamma in gammas]
-    prompts = [np.asarray(prompt) for prompt in prompts]
-    repeats = check_count(repeats, "repeats")
-    verify = check_verify(verify)
+    Each prompt runs both ways back to back (plain first for even prompts), same generator, after an untimed warm-up;
+    with `repeats` > 1 each side keeps its fastest run. A gamma may be "auto"; `verify` is passed on."""
+    params, gammas, verify = check_params(params), [check_gamma(g) for g in gammas], check_verify(verify)
+    prompts, repeats = [np.asarray(prompt) for prompt in prompts], check_count(repeats, "repeats")
     if not prompts or not gammas:
         raise ValueError(f"need at least one prompt and one gamma, got {len(prompts)} prompts and gammas {gammas}")
 
-    def run(kind: str, i: int, gamma: int) -> tuple:
-        timed_target, timed_draft = TimedModel(target), TimedModel(draft)
+    def run(kind: str, i: int, gamma) -> tuple:  # one timed run: (its result, its turns)
+        timed, rng = (TimedModel(target), TimedModel(draft)), seed_for(seed, i)
         if kind == "plain":
-            result = generate(timed_target, prompts[i], max_new_tokens, params, seed_for(seed, i))
-            return result, run_turns(result, timed_target, None, time.perf_counter())
-        rng = seed_for(seed, i)
-        result = speculative_generate(
-            timed_target, timed_draft, prompts[i], max_new_tokens, params, gamma, rng, verify=verify
-        )
-        return result, run_turns(result, timed_target, timed_draft, time.perf_counter())
+            result = generate(timed[0], prompts[i], max_new_tokens, params, rng)
+            return result, run_turns(result, timed[0], None, time.perf_counter())
+        result = speculative_generate(*timed, prompts[i], max_new_tokens, params, gamma, rng, verify=verify)
+        return result, run_turns(result, *timed, time.perf_counter())
 
+    for kind in ("plain", "speculative"):  # the warm-up: one run of each, thrown away
+        run(kind, 0, gammas[0])
     rows = []
-    warm_up = seed_for(seed, len(prompts))  # a generator no timed run uses
-    generate(target, prompts[0], min(max_new_tokens, 8), params, warm_up)
-    speculative_generate(target, draft, prompts[0], min(max_new_tokens, 8), params, gammas[0], warm_up, verify=verify)
     for gamma in gammas:
-        results, turns = {"plain": [], "speculative": []}, {"plain": [], "speculative": []}
+        runs = {"plain": [], "speculative": []}  # (result, turns) per prompt
         for i in range(len(prompts)):
             order = ("plain", "speculative") if i % 2 == 0 else ("speculative", "plain")
-            runs = [[run(kind, i, gamma) for kind in order] for _ in range(repeats)]
-            for j, kind in enumerate(order):
-                result, split = min((pair[j] for pair in runs), key=lambda timed: timed[0].seconds)
-                results[kind].append(result)  # the tokens are the same in every repeat
-                turns[kind].append(split)
-        row = summarize(gamma, results["plain"], results["speculative"])
-        row["costs"] = turn_costs(turns["plain"], turns["speculative"])
-        rows.append(row)
+            pairs = [[run(kind, i, gamma) for kind in order] for _ in range(repeats)]
+            for j, kind in enumerate(order):  # each side's fastest repeat: noise only adds time
+                runs[kind].append(min((pair[j] for pair in pairs), key=lambda timed: timed[0].seconds))
+        (plain, plain_turns), (fast, fast_turns) = (zip(*runs[kind], strict=True) for kind in runs)
+        rows.append(summarize(gamma, plain, fast, turn_costs(plain_turns, fast_turns)))
     return rows
+
+
+class Prediction(NamedTuple):
+    """What the cost model of notebook 07 predicts for one (alpha, gamma, c, f)."""
+
+    expected_tokens: float  # tokens per target call, (1 - alpha**(gamma + 1)) / (1 - alpha)
+    round_cost: float  # gamma * c + f(gamma + 1), in target steps
+    speedup: float  # expected_tokens / round_cost, or for whole runs (predict's new_tokens)
+
+
+def predict(alpha: float, gamma: int, c: float, f, prompt: float = 1.0, new_tokens: int | None = None) -> Prediction:
+    """The cost model: E[tokens], the cost of a round in target steps, and the speedup, per token.
+
+    With `new_tokens` = n, of whole runs after a prompt read of `prompt` steps: plain pays prompt + n - 1 steps,
+    speculative prompt + gamma c + (R - 1) round_cost for R = n / E[tokens] rounds (at least one)."""
+    speedup, tokens = predicted_speedup(alpha, gamma, c, f), expected_tokens(alpha, gamma)  # the first checks all
+    round_cost = tokens / speedup
+    if new_tokens is None:
+        return Prediction(tokens, round_cost, speedup)
+    new_tokens = check_count(new_tokens, "new_tokens")
+    prompt = check_real(prompt, "prompt (target steps)", 0)
+    rounds = max(new_tokens / tokens, 1.0)
+    speculative = prompt + gamma * c + (rounds - 1) * round_cost  # target steps
+    return Prediction(tokens, round_cost, (prompt + new_tokens - 1) / speculative)
 
 
 LOOP_FRACTION = 0.5  # an output "loops" when more than half of its 9-token windows already occurred in it
@@ -273,119 +274,29 @@ def repeated_fraction(tokens, n: int = 8) -> float:
     return (windows.shape[0] - distinct) / windows.shape[0]
 
 
-def summarize(
-    gamma: int, plain: list[GenerationResult], speculative: list[SpeculativeResult], seconds: dict | None = None
-) -> dict:
-    """The totals of one gamma's runs: speed, tokens per target call, acceptance.
+@dataclass(frozen=True)
+class Repetition:
+    """How much of a Summary's figures is repetition (`repetition`)."""
 
-    `seconds` ({"plain": [...], "speculative": [...]}, one per run) replaces the runs' own
-    times when given. Keys: gamma, tokens, plain_seconds, speculative_seconds,
-    plain_tokens_per_second, speculative_tokens_per_second, speedup, target_calls,
-    tokens_per_call, tokens_per_full_round (the mean over rounds that drafted all gamma
-    tokens), drafted, tested, accepted, alpha (pooled), acceptance_rate (accepted / drafted),
-    by_position, identical_outputs (plain and speculative gave the same tokens for every
-    prompt, as greedy must), repeated (each speculative output's `repeated_fraction`),
-    looping (how many exceed LOOP_FRACTION), tokens_per_call_not_looping and
-    speedup_not_looping (the same figures over the other runs only; NaN if there are none),
-    and the runs themselves: plain, speculative.
-    """
-    if seconds is None:
-        seconds = {"plain": [r.seconds for r in plain], "speculative": [r.seconds for r in speculative]}
-    tested, accepted = acceptance_counts(speculative)
-    tokens = sum(result.tokens.size for result in speculative)
-    plain_tokens = sum(result.tokens.size for result in plain)
-    plain_seconds, speculative_seconds = sum(seconds["plain"]), sum(seconds["speculative"])
-    target_calls = sum(result.target_calls for result in speculative)
-    drafted = sum(result.drafted for result in speculative)
-    full_rounds = [  # tokens yielded by each round that drafted all gamma tokens (not cut short at the end)
-        n + 1
-        for result in speculative
-        for n, g in zip(result.accepted_per_round, result.drafted_per_round, strict=True)
-        if g == gamma
-    ]
-    repeated = [repeated_fraction(result.tokens) for result in speculative]
+    repeated: list[float]  # each speculative output's repeated_fraction, in prompt order
+    looping: int  # how many of them exceed LOOP_FRACTION
+    tokens_per_call_not_looping: float  # tokens per target call over the other runs (NaN if every run loops)
+    speedup_not_looping: float  # the speed-up over the other runs, each timed by its `seconds` (NaN if none)
+
+
+def repetition(row: Summary) -> Repetition:
+    """The runs of `row` whose output loops, and its figures without them."""
+    repeated = [repeated_fraction(result.tokens) for result in row.speculative]
     fresh = [i for i, fraction in enumerate(repeated) if not fraction > LOOP_FRACTION]  # runs that do not loop
-    fresh_tokens = sum(speculative[i].tokens.size for i in fresh)
-    fresh_plain_tokens = sum(plain[i].tokens.size for i in fresh)
-    fresh_calls = sum(speculative[i].target_calls for i in fresh)
-    fresh_seconds = sum(seconds["speculative"][i] for i in fresh), sum(seconds["plain"][i] for i in fresh)
-    return {
-        "gamma": gamma,
-        "tokens": tokens,
-        "plain_seconds": plain_seconds,
-        "speculative_seconds": speculative_seconds,
-        "plain_tokens_per_second": plain_tokens / plain_seconds,
-        "speculative_tokens_per_second": tokens / speculative_seconds,
-        "speedup": (tokens / speculative_seconds) / (plain_tokens / plain_seconds),
-        "target_calls": target_calls,
-        "tokens_per_call": tokens / target_calls if target_calls else math.nan,
-        "tokens_per_full_round": float(np.mean(full_rounds)) if full_rounds else math.nan,
-        "drafted": drafted,
-        "tested": int(tested.sum()),
-        "accepted": int(accepted.sum()),
-        "alpha": pooled_alpha(speculative),
-        "acceptance_rate": int(accepted.sum()) / drafted if drafted else math.nan,
-        "by_position": acceptance_by_position(speculative),
-        "identical_outputs": all(np.array_equal(a.tokens, b.tokens) for a, b in zip(plain, speculative, strict=True)),
-        "repeated": repeated,
-        "looping": len(speculative) - len(fresh),
-        "tokens_per_call_not_looping": fresh_tokens / fresh_calls if fresh_calls else math.nan,
-        "speedup_not_looping": (
-            (fresh_tokens / fresh_seconds[0]) / (fresh_plain_tokens / fresh_seconds[1]) if fresh else math.nan
-        ),
-        "plain": plain,
-        "speculative": speculative,
-    }
-
-
-class Prediction(NamedTuple):
-    """What the cost model of notebook 07 predicts for one (alpha, gamma, c, f)."""
-
-    expected_tokens: float  # tokens per target call, (1 - alpha**(gamma + 1)) / (1 - alpha)
-    round_cost: float  # gamma * c + f(gamma + 1), in target steps
-    speedup: float  # expected_tokens / round_cost, or for whole runs (predict's new_tokens)
-
-
-def predict(alpha: float, gamma: int, c: float, f, prompt: float = 1.0, new_tokens: int | None = None) -> Prediction:
-    """The cost model: E[tokens], the cost of a round in target steps, and the speedup.
-
-    Without `new_tokens`: the speedup per token, E[tokens] / (gamma c + f(gamma + 1)). With it:
-    the speedup of whole runs of `new_tokens` tokens after a prompt whose reading (and first
-    draw) costs `prompt` target steps. Plain decoding pays prompt + (n - 1) steps. Speculative
-    decoding needs R = n / E[tokens] rounds (at least one); its first round's target turn is
-    the same prompt read, so it pays prompt + gamma c + (R - 1) round_cost.
-    """
-    speedup = predicted_speedup(alpha, gamma, c, f)  # checks every argument
-    tokens = expected_tokens(alpha, gamma)
-    round_cost = tokens / speedup
-    if new_tokens is None:
-        return Prediction(tokens, round_cost, speedup)
-    new_tokens = check_count(new_tokens, "new_tokens")
-    prompt = check_real(prompt, "prompt (target steps)", 0)
-    rounds = max(new_tokens / tokens, 1.0)
-    speculative = prompt + gamma * c + (rounds - 1) * round_cost  # target steps
-    return Prediction(tokens, round_cost, (prompt + new_tokens - 1) / speculative)
-
-
-def gap_factors(row: dict, prediction: Prediction, target_seconds: float) -> dict:
-    """Why a measured speedup differs from its prediction: three measured factors whose product is the ratio.
-
-    measured / predicted = tokens * plain * round, where
-    tokens = measured tokens per target call / E[tokens]   (alpha varies by position and prompt; the end),
-    plain  = measured seconds per plain token / target_seconds   (plain decoding's own sampling and loop),
-    round  = predicted round cost * target_seconds / measured seconds per round   (everything a round
-             does beyond gamma draft steps and one target call: verification, bookkeeping, the prompt).
-    `row` is one dict of side_by_side, `target_seconds` the cost model's unit.
-    """
-    plain_token = 1 / row["plain_tokens_per_second"]  # seconds per plain token
-    measured_round = row["speculative_seconds"] / row["target_calls"]  # seconds per round
-    factors = {
-        "tokens": row["tokens_per_call"] / prediction.expected_tokens,
-        "plain": plain_token / target_seconds,
-        "round": prediction.round_cost * target_seconds / measured_round,
-    }
-    factors["measured_over_predicted"] = row["speedup"] / prediction.speedup
-    return factors
+    plain, fast = [row.plain[i] for i in fresh], [row.speculative[i] for i in fresh]
+    tokens, calls = sum(r.tokens.size for r in fast), sum(r.target_calls for r in fast)
+    plain_speed = sum(r.tokens.size for r in plain) / sum(r.seconds for r in plain) if fresh else math.nan
+    return Repetition(
+        repeated=repeated,
+        looping=len(repeated) - len(fresh),
+        tokens_per_call_not_looping=tokens / calls if calls else math.nan,
+        speedup_not_looping=tokens / sum(r.seconds for r in fast) / plain_speed if fresh else math.nan,
+    )
 
 
 def draft_step_seconds(
@@ -406,20 +317,79 @@ def draft_step_seconds(
     return float(np.median(runs)) / n_tokens
 
 
+@dataclass(frozen=True)
+class MeasuredCosts:
+    """The cost model's inputs timed apart from any run, as in notebook 07 (`measure_costs`)."""
+
+    c: float  # one whole draft step, in units of target_seconds
+    f: dict[int, float]  # {n: one target call of n tokens after a fixed context, in units of target_seconds}
+    target_seconds: float  # the unit: one target call of one token, in seconds
+    draft_step_seconds: float  # one whole draft step (scoring and drawing), in seconds
+
+
 def measure_costs(
     target, draft, params: SamplingParams, prompt_tokens, max_n: int = 9, context: int = 64, repeats: int = 21
-) -> dict:
+) -> MeasuredCosts:
     """The cost model's inputs measured as in notebook 07, one BLAS thread.
 
     f(n) for n = 1..max_n from `time_scoring(target, ...)` after `context` random tokens, in
     units of one target.score of one token (`target_seconds`); c = `draft_step_seconds(...)`
-    in the same unit. Returns {"c", "f", "target_seconds", "draft_step_seconds"}.
+    in the same unit.
     """
     max_n = check_count(max_n, "max_n")
     with blas_threads(1):
         times = time_scoring(target, list(range(1, max_n + 1)), repeats=repeats, context=context)
     step = draft_step_seconds(draft, params, prompt_tokens)
-    return {"c": step / times[1], "f": cost_ratios(times), "target_seconds": times[1], "draft_step_seconds": step}
+    return MeasuredCosts(c=step / times[1], f=cost_ratios(times), target_seconds=times[1], draft_step_seconds=step)
+
+
+@dataclass(frozen=True)
+class GapFactors:
+    """measured / predicted speedup per token, written as a product of three measured factors (`gap_factors`)."""
+
+    tokens: float  # measured tokens per target call / E[tokens]: alpha varies by position and prompt; the end
+    plain: float  # measured seconds per plain token / the unit: plain decoding's prompt, sampling and loop
+    round: float  # predicted round cost x unit / measured seconds per round: what a round does beyond its turns
+    measured_over_predicted: float  # tokens x plain x round
+
+
+def gap_factors(row: Summary, prediction: Prediction, target_seconds: float) -> GapFactors:
+    """Why a measured speedup (`row`, a Summary) differs from its per-token `prediction`, `target_seconds` its unit."""
+    measured_round = row.tokens_per_call / row.speculative_tokens_per_second  # seconds per round
+    return GapFactors(
+        tokens=row.tokens_per_call / prediction.expected_tokens,
+        plain=1 / row.plain_tokens_per_second / target_seconds,
+        round=prediction.round_cost * target_seconds / measured_round,
+        measured_over_predicted=row.speedup / prediction.speedup,
+    )
+
+
+PARTS = ("prompt", "target", "draft", "rest")  # the fields of a TimeSplit, in the order they are summed
+
+
+@dataclass(frozen=True)
+class TimeSplit:
+    """One decoding's time per generated token, in seconds, by where it went (`round_breakdown`)."""
+
+    prompt: float  # the first target call, which reads the whole prompt
+    target: float  # the target's other calls
+    draft: float  # the draft's calls
+    rest: float  # everything else: sampling and drawing (the draft's too), verifying, the loop's bookkeeping
+    tokens: int  # the tokens generated
+    target_calls: int
+
+    @property
+    def total(self) -> float:
+        """Seconds per generated token, all parts together."""
+        return self.prompt + self.target + self.draft + self.rest
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Where the time goes, plain and speculative, on the same prompts (`round_breakdown`)."""
+
+    plain: TimeSplit
+    speculative: TimeSplit
 
 
 def round_breakdown(
@@ -431,19 +401,17 @@ def round_breakdown(
     gamma: int,
     seed: int = 0,
     verify: str = "token",
-) -> dict:
+) -> Breakdown:
     """Where the time goes, in seconds per generated token, for plain and for speculative decoding.
 
     Runs every prompt once each way (one BLAS thread) with models that time their `score`
-    calls, and splits each run's time into: "prompt", the first target call (it reads the
-    whole prompt); "target", the target's other calls; "draft", the draft's calls; and
-    "rest", everything else: sampling and drawing tokens (the draft's too), the verification,
-    and the Python bookkeeping of the loop. Also returns the tokens and the target calls.
-    `verify` is passed on to speculative_generate.
+    calls, and splits each run's time into: the first target call (it reads the whole prompt),
+    the target's other calls, the draft's calls, and the rest: sampling and drawing tokens (the
+    draft's too), the verification, and the Python bookkeeping of the loop. `verify` is passed on
+    to speculative_generate.
     """
-    parts = {kind: dict.fromkeys(("prompt", "target", "draft", "rest"), 0.0) for kind in ("plain", "speculative")}
-    tokens = {"plain": 0, "speculative": 0}
-    calls = {"plain": 0, "speculative": 0}
+    seconds = {kind: dict.fromkeys(PARTS, 0.0) for kind in ("plain", "speculative")}
+    tokens, calls = {"plain": 0, "speculative": 0}, {"plain": 0, "speculative": 0}
     with blas_threads(1):
         for i, prompt in enumerate(prompts):
             for kind in ("plain", "speculative"):
@@ -455,19 +423,36 @@ def round_breakdown(
                     result = speculative_generate(
                         timed_target, timed_draft, prompt, max_new_tokens, params, gamma, rng, verify=verify
                     )
-                target_seconds = [seconds for _, seconds in timed_target.calls]
-                draft_seconds = sum(seconds for _, seconds in timed_draft.calls)
-                parts[kind]["prompt"] += target_seconds[0]
-                parts[kind]["target"] += sum(target_seconds[1:])
-                parts[kind]["draft"] += draft_seconds
-                parts[kind]["rest"] += result.seconds - sum(target_seconds) - draft_seconds
+                target_seconds = [s for _, s in timed_target.calls]
+                draft_seconds = sum(s for _, s in timed_draft.calls)
+                seconds[kind]["prompt"] += target_seconds[0]
+                seconds[kind]["target"] += sum(target_seconds[1:])
+                seconds[kind]["draft"] += draft_seconds
+                seconds[kind]["rest"] += result.seconds - sum(target_seconds) - draft_seconds
                 tokens[kind] += result.tokens.size
                 calls[kind] += result.target_calls
-    per_token = {kind: {name: seconds / tokens[kind] for name, seconds in parts[kind].items()} for kind in parts}
-    return {**per_token, "tokens": tokens, "target_calls": calls}
+    split = {
+        kind: TimeSplit(
+            **{part: s / tokens[kind] for part, s in seconds[kind].items()},
+            tokens=tokens[kind],
+            target_calls=calls[kind],
+        )
+        for kind in seconds
+    }
+    return Breakdown(split["plain"], split["speculative"])
 
 
-def heldout_quality(target, windows, params: SamplingParams = SamplingParams()) -> dict:
+@dataclass(frozen=True)
+class Quality:
+    """How well a setting's distribution predicts held-out text (`heldout_quality`)."""
+
+    heldout_tokens: int  # the held-out tokens scored
+    coverage: float  # the fraction of them the setting keeps (probability > 0)
+    bits_per_token: float  # mean -log2 probability over the covered tokens (NaN if none)
+    unfiltered_bits_per_token: float  # the same tokens under the target at T = 1, no filter: the reference
+
+
+def heldout_quality(target, windows, params: SamplingParams = SamplingParams()) -> Quality:
     """How well a sampling setting's distribution predicts held-out text.
 
     Each window (a row of token ids) is read from a fresh decoding state; every token after the first
@@ -490,12 +475,12 @@ def heldout_quality(target, windows, params: SamplingParams = SamplingParams()) 
         unfiltered.append(np.take_along_axis(log_softmax(logits.astype(np.float64)), truth, axis=-1)[:, 0])  # (T,)
     probs, log_probs = np.concatenate(kept), np.concatenate(unfiltered)  # (N,), (N,)
     covered = probs > 0  # (N,)
-    return {
-        "heldout_tokens": int(probs.size),
-        "coverage": float(covered.mean()),
-        "bits_per_token": float(-np.log2(probs[covered]).mean()) + 0.0 if covered.any() else math.nan,  # no -0.0
-        "unfiltered_bits_per_token": float(-log_probs.mean() / math.log(2)),
-    }
+    return Quality(
+        heldout_tokens=int(probs.size),
+        coverage=float(covered.mean()),
+        bits_per_token=float(-np.log2(probs[covered]).mean()) + 0.0 if covered.any() else math.nan,  # no -0.0
+        unfiltered_bits_per_token=float(-log_probs.mean() / math.log(2)),
+    )
 
 
 def text_bits(target, prompts: Sequence, continuations: Sequence) -> float:
@@ -532,6 +517,17 @@ def label(params: SamplingParams) -> str:
     return ", ".join(parts)
 
 
+@dataclass(frozen=True)
+class SweepRow:
+    """One sampling setting's throughput and quality (`sweep`)."""
+
+    label: str  # the setting's short name (`label`)
+    params: SamplingParams
+    summary: Summary  # side_by_side at the setting's gamma: speed, tokens per call, alpha, costs
+    generated_bits: float  # the unfiltered target's bits per token of the plain runs' text (`text_bits`)
+    quality: Quality | None  # heldout_quality under the setting, if held-out windows were given
+
+
 def sweep(
     target,
     draft,
@@ -541,8 +537,8 @@ def sweep(
     gamma: int | Mapping[str, int] = 4,
     windows=None,
     seed: int = 0,
-) -> list[dict]:
-    """Throughput and quality for each sampling setting: one dict per setting.
+) -> list[SweepRow]:
+    """Throughput and quality for each sampling setting: one SweepRow per setting.
 
     Throughput: side_by_side at `gamma` (an int, or {label: gamma}). Quality: the unfiltered
     target's bits per token of the plain runs' text (`generated_bits`) and, if held-out
@@ -552,12 +548,10 @@ def sweep(
     for params in settings:
         name = label(params)
         g = gamma[name] if isinstance(gamma, Mapping) else gamma
-        row = side_by_side(target, draft, prompts, max_new_tokens, params, [g], seed)[0]
-        row = {"label": name, "params": params, **row}
-        row["generated_bits"] = text_bits(target, prompts, [result.tokens for result in row["plain"]])
-        if windows is not None:
-            row.update(heldout_quality(target, windows, params))
-        rows.append(row)
+        summary = side_by_side(target, draft, prompts, max_new_tokens, params, [g], seed)[0]
+        bits = text_bits(target, prompts, [result.tokens for result in summary.plain])
+        quality = heldout_quality(target, windows, params) if windows is not None else None
+        rows.append(SweepRow(name, params, summary, bits, quality))
     return rows
 
 

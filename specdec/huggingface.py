@@ -353,6 +353,19 @@ def engines(target: GPT, draft, hf_model, params: SamplingParams, gamma: int) ->
     }
 
 
+@dataclass(frozen=True)
+class EngineRow:
+    """One engine's totals over the prompts (`side_by_side`)."""
+
+    engine: str  # what ran: the library, the model class, the decoding
+    tokens: int  # tokens generated over all prompts
+    seconds: float  # their time: per prompt the median over repeats, summed
+    tokens_per_second: float
+    tokens_per_call: float  # tokens per target call (the prompt's call counts)
+    acceptance: float  # accepted / drafted draft tokens; NaN for an engine without a draft
+    same_tokens: bool  # the same tokens as the first engine for every prompt (greedy: they must be)
+
+
 def side_by_side(
     target: GPT,
     draft,
@@ -363,8 +376,8 @@ def side_by_side(
     gamma: int = 4,
     repeats: int = 1,
     seed: int = 0,
-) -> list[dict]:
-    """Every engine on the same prompts, interleaved, one BLAS and one torch thread; one row per engine.
+) -> list[EngineRow]:
+    """Every engine on the same prompts, interleaved, one BLAS and one torch thread; one EngineRow per engine.
 
     For each prompt and repeat, the engines run back to back in a shuffled order (so a slow moment of
     a shared machine hits them all alike), after one untimed warm-up run each. A prompt's time is
@@ -401,31 +414,31 @@ def side_by_side(
         texts = [run.tokens for run in firsts]
         reference = texts if reference is None else reference
         rows.append(
-            {
-                "engine": name,
-                "tokens": tokens,
-                "seconds": seconds,
-                "tokens_per_second": tokens / seconds,
-                "tokens_per_call": tokens / calls,
-                "acceptance": accepted / drafted if drafted else float("nan"),
-                "same_tokens": all(np.array_equal(a, b) for a, b in zip(texts, reference, strict=True)),
-            }
+            EngineRow(
+                engine=name,
+                tokens=tokens,
+                seconds=seconds,
+                tokens_per_second=tokens / seconds,
+                tokens_per_call=tokens / calls,
+                acceptance=accepted / drafted if drafted else float("nan"),
+                same_tokens=all(np.array_equal(a, b) for a, b in zip(texts, reference, strict=True)),
+            )
         )
     return rows
 
 
-def format_table(rows: list[dict]) -> str:
+def format_table(rows: list[EngineRow]) -> str:
     """The side-by-side rows as a markdown table, speed relative to the first row."""
     lines = [
         "| engine | tokens/s | × row 1 | tokens per target call | accepted / drafted | same tokens as row 1 |",
         "|---|---:|---:|---:|---:|:---:|",
     ]
     for row in rows:
-        acceptance = "–" if math.isnan(row["acceptance"]) else f"{row['acceptance']:.2f}"
-        ratio = row["tokens_per_second"] / rows[0]["tokens_per_second"]
+        acceptance = "–" if math.isnan(row.acceptance) else f"{row.acceptance:.2f}"
+        ratio = row.tokens_per_second / rows[0].tokens_per_second
         lines.append(
-            f"| {row['engine']} | {row['tokens_per_second']:.0f} | {ratio:.2f}"
-            f" | {row['tokens_per_call']:.2f} | {acceptance} | {'yes' if row['same_tokens'] else 'no'} |"
+            f"| {row.engine} | {row.tokens_per_second:.0f} | {ratio:.2f}"
+            f" | {row.tokens_per_call:.2f} | {acceptance} | {'yes' if row.same_tokens else 'no'} |"
         )
     return "\n".join(lines)
 

@@ -3,9 +3,9 @@
 
 import numpy as np
 
-from specdec.logits import log_softmax  # noqa: F811 (harness.py imports it too)
+from specdec.logits import log_softmax
 from specdec.protocol import DecodingState, LanguageModel
-from specdec.validation import check_integer, check_new_tokens, check_real, check_rollback  # noqa: F811 (harness.py imports check_real too)
+from specdec.validation import check_integer, check_new_tokens, check_real, check_rollback
 
 
 class LookupState:

@@ -15,11 +15,9 @@ class DecodingState(Protocol):
     @property
     def length(self) -> int:
         """How many tokens this state has seen."""
-        ...
 
     def rollback(self, length: int) -> None:
         """Keep only the first `length` tokens seen (0 <= length <= self.length)."""
-        ...
 
 
 @runtime_checkable
@@ -32,11 +30,9 @@ class LanguageModel(Protocol):
 
     def start(self) -> DecodingState:
         """A fresh decoding state that has seen nothing."""
-        ...
 
     def score(self, tokens, state) -> np.ndarray:
         """Logits (n, V): row i is for the token after tokens[i]; the n tokens are appended to `state`."""
-        ...
 
 
 class TokenHistory:
@@ -49,6 +45,5 @@ class TokenHistory:
     def length(self) -> int:
         return len(self.tokens)
 
-    def rollback(self, length: int) -> None:
-        """Keep only the first `length` tokens seen."""
+    def rollback(self, length: int) -> None:  # keep only the first `length` tokens seen
         del self.tokens[check_rollback(length, len(self.tokens)) :]

@@ -1,5 +1,5 @@
 # Generated from notebooks/08_greedy_speculative_decoding.ipynb by tools/export.py: edit the notebook, not this file.
-"""Speculative decoding: draft gamma tokens cheaply, verify them with one target call, keep the target's law."""
+"""Speculative decoding: draft gamma tokens cheaply, verify them in one target call, keep the target's distribution."""
 
 import time
 from collections.abc import Callable
@@ -7,46 +7,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from specdec import validation
 from specdec.block import block_verify_drawn
 from specdec.drawing import draw
 from specdec.pipeline import SamplingParams, sampling_probs
 from specdec.protocol import DecodingState, LanguageModel
 from specdec.threads import generation_threads
-from specdec.validation import (
-    check_gamma,
-    check_max_new_tokens,
-    check_model,
-    check_on_round,
-    check_optional_token,
-    check_params,
-    check_prompt,
-    check_room,
-    check_sampling_rng,
-    check_scores,
-    check_verify,
-)
 from specdec.verify import verify_drawn
 
 
 def propose(
-    draft: LanguageModel,
-    state: DecodingState,
-    sequence: list[int],
-    gamma: int,
-    params: SamplingParams,
-    rng: np.random.Generator | None,
-    min_confidence: float = 0.0,
+    draft: LanguageModel, state: DecodingState, sequence: list[int], gamma: int, params, rng, min_confidence=0.0
 ) -> tuple[list[int], np.ndarray | None]:
-    """The draft's turn: catch up on the unread end of `sequence`, then propose up to gamma tokens.
+    """The draft's turn: catch up on the unread end of `sequence`, then propose up to gamma (never reading the last).
 
-    Returns the drafts and, when sampling, the rows q (g, V) they were drawn from:
-    sampling_probs(draft logits, params), the filtered distribution. Greedy drafts are the
-    draft's argmax (q is then not needed, None). The last draft is never read by the draft.
-    It stops early once the draft's own probability of its whole block (the product of q(x),
-    or of its softmax's top probability when greedy) falls below `min_confidence`.
+    Returns the drafts and, when sampling, the rows q (g, V) of sampling_probs they were drawn from (greedy: None);
+    stops early once its probability of the whole block falls below `min_confidence`.
     """
     unread = sequence[state.length :]  # what the draft has not read yet: one token, or two
-    logits = check_scores(draft.score(unread, state), draft, len(unread), "draft")[-1]  # (V,)
+    logits = validation.check_scores(draft.score(unread, state), draft, len(unread), "draft")[-1]  # (V,)
     drafts, q_rows, block = [], [], 1.0  # block: the draft's probability of all its drafts so far
     for i in range(gamma):
         if params.greedy:
@@ -61,30 +40,21 @@ def propose(
         drafts.append(token)
         if i == gamma - 1 or block < min_confidence:  # nobody needs the token after the last draft
             break
-        logits = check_scores(draft.score([token], state), draft, 1, "draft")[0]  # (V,)
+        logits = validation.check_scores(draft.score([token], state), draft, 1, "draft")[0]  # (V,)
     return drafts, (np.array(q_rows) if q_rows else None)
 
 
 def verify_round(
-    target: LanguageModel,
-    state: DecodingState,
-    sequence: list[int],
-    drafts: list[int],
-    q: np.ndarray | None,
-    params: SamplingParams,
-    rng: np.random.Generator | None,
-    rule: str = "token",
+    target: LanguageModel, state: DecodingState, sequence: list[int], drafts: list[int], q, params, rng, rule="token"
 ) -> tuple[list[int], int]:
     """The target's turn: score the unread end of `sequence` and all drafts in ONE call, then accept.
 
-    Returns (emitted tokens, n accepted): the accepted drafts and one token of the target's, the
-    correction at the first rejection or the bonus token after a full accept. A sampled round is
-    verified by `rule`: "token" (notebook 09, one draft at a time) or "block" (notebook 11, the
-    drafts judged together); a greedy round keeps the matching drafts either way.
+    Returns (the accepted drafts, then the target's correction or bonus token; n accepted). Sampled rounds are
+    verified by `rule`, "token" (notebook 09) or "block" (notebook 11).
     """
-    g = len(drafts)
-    unread = sequence[state.length :] + drafts  # the pending token and every draft
-    logits = check_scores(target.score(unread, state), target, len(unread), "target")[-(g + 1) :]  # (g + 1, V)
+    g, unread = len(drafts), sequence[state.length :] + drafts  # the pending token and every draft
+    logits = validation.check_scores(target.score(unread, state), target, len(unread), "target")  # (len(unread), V)
+    logits = logits[-(g + 1) :]  # (g + 1, V) the rows after the text and after each draft
     if params.greedy:
         best = np.argmax(logits, axis=-1)  # (g + 1,) the target's choices
         n = next((i for i in range(g) if drafts[i] != best[i]), g)
@@ -111,23 +81,19 @@ class SpeculativeResult:
     drafted_per_round: list = field(default_factory=list)  # gamma of each round (smaller near the end)
 
     @property
-    def acceptance_rate(self) -> float:
-        """Fraction of drafted tokens kept (tokens after a rejection count as not kept)."""
-        return self.accepted / self.drafted if self.drafted else 0.0
+    def tested(self) -> int:
+        """Drafts the target tested: the accepted ones, and the first rejected one of each round."""
+        return self.accepted + sum(n < g for n, g in zip(self.accepted_per_round, self.drafted_per_round, strict=True))
 
     @property
     def alpha(self) -> float:
-        """Estimated probability that a draft token is accepted, given the ones before it were.
-
-        Only tokens that were actually tested count: every accepted one, and one rejected
-        token in each round that did not accept all of its drafts.
-        """
+        """Estimated probability that a draft is accepted, given that the drafts before it were."""
         return self.accepted / self.tested if self.tested else 0.0
 
     @property
-    def tested(self) -> int:
-        """Draft tokens the target tested: the accepted ones, and the first rejected one of each round."""
-        return self.accepted + sum(n < g for n, g in zip(self.accepted_per_round, self.drafted_per_round, strict=True))
+    def acceptance_rate(self) -> float:
+        """Fraction of drafted tokens kept (tokens after a rejection count as not kept)."""
+        return self.accepted / self.drafted if self.drafted else 0.0
 
     @property
     def tokens_per_call(self) -> float:
@@ -148,7 +114,7 @@ class SpeculativeResult:
             self.drafted_per_round.append(drafted)
 
 
-AUTO_MAX_GAMMA = 8  # gamma="auto" never drafts more than this in one round
+AUTO_MAX_GAMMA = 8  # gamma="auto" drafts at most this many tokens in one round ...
 AUTO_MIN_CONFIDENCE = 0.15  # ... and stops once the draft gives its block less than this probability
 
 
@@ -164,35 +130,15 @@ def speculative_generate(
     verify: str = "token",
     on_round: Callable[[np.ndarray], object] | None = None,
 ) -> SpeculativeResult:
-    """Generate like `generate(target, ...)` does, in law (and token for token when greedy), faster.
+    """Generate like `generate(target, ...)`, in distribution (token for token when greedy), with fewer target calls.
 
-    Each round: `propose` draws gamma drafts from the draft's filtered distribution q;
-    `verify_round` has the target score the token it has not read plus all drafts in ONE call and
-    keeps an accepted prefix and one more token; both decoding states roll back to what was
-    kept. The models are never changed (target and draft may be the same object). With an
-    end token, the statistics still count drafts accepted after it in its round (the tokens
-    do not). Temperature 0 accepts a draft token iff it is the target's argmax and needs no rng.
-    gamma="auto" drafts up to AUTO_MAX_GAMMA tokens and stops when the draft is unsure (`propose`).
-    verify="block" verifies each sampled round as a whole (notebook 11): exact too, and never fewer
-    tokens per call on average; greedy rounds are the same either way. `on_round`, if given, is
-    called after every round with the tokens it added (an int64 array, the end token last if it
-    came), as soon as they are verified; an exception it raises stops the generation and propagates.
+    The models never change: target and draft may be the same object. The statistics count the whole last
+    round, drafts after an end token included. `on_round(tokens)`, if given, gets each round's tokens (int64)
+    once verified; an exception it raises stops the generation.
     """
-    target, draft = check_model(target, "target"), check_model(draft, "draft")
-    if target.vocab_size != draft.vocab_size:
-        raise ValueError(
-            f"target and draft must share a vocabulary: vocab_size {target.vocab_size} vs {draft.vocab_size}"
-        )
-    prompt = check_prompt(prompt_tokens, target)
-    max_new_tokens = check_max_new_tokens(max_new_tokens)
-    params = check_params(params)
-    gamma = check_gamma(gamma)
-    rng = check_sampling_rng(rng, params)
-    end_token = check_optional_token(end_token, "end_token", target.vocab_size)
-    rule = check_verify(verify)
-    on_round = check_on_round(on_round)
-    check_room(target, prompt.size, max_new_tokens)
-    check_room(draft, prompt.size, max_new_tokens)
+    target, draft, prompt, max_new_tokens, params, gamma, rng, end_token, rule, on_round = validation.check_speculative(
+        target, draft, prompt_tokens, max_new_tokens, params, gamma, rng, end_token, verify, on_round
+    )
     most, confidence = (AUTO_MAX_GAMMA, AUTO_MIN_CONFIDENCE) if gamma == "auto" else (gamma, 0.0)
     start = time.perf_counter()
     sequence = prompt.tolist()  # prompt + everything emitted so far
@@ -207,14 +153,12 @@ def speculative_generate(
             kept = len(sequence) + n  # tokens both states may keep: the sequence and the accepted drafts
             target_state.rollback(kept)
             draft_state.rollback(min(draft_state.length, kept))  # the draft never read its last draft
-            before = len(sequence)
+            if end_token in emitted:  # stop after the end token: drop what the round emitted after it
+                emitted = emitted[: emitted.index(end_token) + 1]
             sequence += emitted
-            ended = end_token is not None and end_token in emitted
-            if ended:
-                del sequence[sequence.index(end_token, before) + 1 :]
             if on_round is not None:
-                on_round(np.array(sequence[before:], dtype=np.int64))  # this round's tokens, verified
-            if ended:
+                on_round(np.array(emitted, dtype=np.int64))  # this round's tokens, verified
+            if end_token in emitted:
                 break
     stats.tokens = np.array(sequence[prompt.size :], dtype=np.int64)
     stats.seconds = time.perf_counter() - start

@@ -6,6 +6,12 @@ import numpy as np
 from specdec.validation import check_count, check_logits
 
 
+def kth_largest(x: np.ndarray, k: int) -> np.ndarray:
+    """The k-th largest value of each row, shape (..., 1), in O(V) with np.partition (no full sort)."""
+    vocab = x.shape[-1]
+    return np.partition(x, vocab - k, axis=-1)[..., vocab - k : vocab - k + 1]  # (..., 1)
+
+
 def top_k_filter(logits, k: int) -> np.ndarray:
     """Set every logit below the k-th largest of its row to -inf; same shape, floating dtype.
 
@@ -20,9 +26,3 @@ def top_k_filter(logits, k: int) -> np.ndarray:
         return out
     out[out < kth_largest(out, k)] = -np.inf  # (..., V)
     return out
-
-
-def kth_largest(x: np.ndarray, k: int) -> np.ndarray:
-    """The k-th largest value of each row, shape (..., 1), in O(V) with np.partition (no full sort)."""
-    vocab = x.shape[-1]
-    return np.partition(x, vocab - k, axis=-1)[..., vocab - k : vocab - k + 1]  # (..., 1)

@@ -8,6 +8,7 @@ here, and the notebooks show what they refuse rather than how. The generic check
 then those of each notebook's functions, in the course's order.
 """
 
+import dataclasses
 import math
 import numbers
 import operator
@@ -237,16 +238,58 @@ def check_min_p(min_p) -> float:
     return check_real(min_p, "min_p", 0, 1, note="0 disables it")
 
 
+SAMPLING_FIELDS = ("temperature", "top_k", "top_p", "min_p")
+
+
 def check_params(params) -> "SamplingParams":
-    """params must be a SamplingParams (notebook 05), which validated its fields when it was made."""
+    """params must be a SamplingParams (notebook 05), which validated its fields when it was made.
+
+    The package's class, or the one notebook 05 defines in its own cells before it is exported (a
+    dataclass of that name with the same fields): the checks run when either is made.
+    """
     from specdec.pipeline import SamplingParams  # here, not at the top: pipeline.py imports this module
 
-    if not isinstance(params, SamplingParams):
+    fields = tuple(field.name for field in dataclasses.fields(params)) if dataclasses.is_dataclass(params) else ()
+    notebooks = type(params).__name__ == "SamplingParams" and fields == SAMPLING_FIELDS
+    if not (isinstance(params, SamplingParams) or notebooks):
         raise TypeError(f"params must be a SamplingParams, got {type(params).__name__}")
     return params
 
 
 # --- Language models and generation (notebook 06) ---------------------------------------------
+
+
+def check_text(text) -> str:
+    """Text to encode: a str (bytes or a list of characters would encode to nonsense)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return text
+
+
+def check_token_ids(ids, vocab_size: int) -> np.ndarray:
+    """Token ids to decode as a 1-D int64 array (empty allowed), after checking each is an integer in [0, V)."""
+    array = np.asarray(ids).reshape(-1)  # (n,)
+    if array.size and array.dtype.kind not in "iu":  # int64 conversion would silently turn 1.7 into 1
+        raise TypeError(f"token ids must be integers, got dtype {array.dtype}")
+    if array.size and (array.min() < 0 or array.max() >= vocab_size):
+        raise ValueError(f"token ids must be in [0, {vocab_size}), got {array.min()}..{array.max()}")
+    return array.astype(np.int64)  # (n,)
+
+
+def check_score(tokens, state, state_type: type, model, name: str = "state") -> np.ndarray:
+    """score(tokens, state)'s arguments: the tokens as a 1-D int64 array, after checking them (check_new_tokens),
+    that `state` is a `state_type` from this model's start() (a state that records its model must record this
+    one), and that the tokens fit: tokens seen + new <= max_context."""
+    if not isinstance(state, state_type) or getattr(state, "model", model) is not model:
+        raise TypeError(
+            f"{name} must be this model's {state_type.__name__}, from its start(); got {type(state).__name__}"
+        )
+    tokens = check_new_tokens(tokens, model.vocab_size)  # (n,)
+    if state.length + tokens.size > model.max_context:
+        raise ValueError(
+            f"context overflow: {state.length} tokens seen + {tokens.size} new > max_context {model.max_context}"
+        )
+    return tokens
 
 
 def check_new_tokens(tokens, vocab_size: int) -> np.ndarray:
@@ -348,7 +391,47 @@ def check_room(model, prompt_size: int, max_new_tokens: int) -> None:
         )
 
 
+def check_generate(model, prompt_tokens, max_new_tokens, params, rng, end_token, on_round) -> tuple:
+    """generate's arguments, each checked: (model, prompt as int64, max_new_tokens, params, rng, end_token, on_round).
+
+    The prompt and max_new_tokens must fit the model's context (check_room); rng may be None only
+    for greedy decoding.
+    """
+    model = check_model(model)
+    prompt = check_prompt(prompt_tokens, model)
+    max_new_tokens = check_max_new_tokens(max_new_tokens)
+    params = check_params(params)
+    rng = check_sampling_rng(rng, params)
+    end_token = check_optional_token(end_token, "end_token", model.vocab_size)
+    check_room(model, prompt.size, max_new_tokens)
+    return model, prompt, max_new_tokens, params, rng, end_token, check_on_round(on_round)
+
+
 # --- The cost model (notebook 07) -------------------------------------------------------------
+
+
+def check_scoring(model, n_values, repeats, context, number) -> tuple[list[int], int, int, int]:
+    """time_scoring's arguments: (distinct n >= 1, repeats >= 1, context >= 0, number >= 1), after checking
+    that `context` random tokens plus the largest n fit the model's max_context."""
+    n_values = [check_count(n, "each n") for n in n_values]
+    if not n_values or len(set(n_values)) != len(n_values):
+        raise ValueError(f"n_values must be distinct integers >= 1, got {n_values}")
+    repeats, number = check_count(repeats, "repeats"), check_count(number, "number")
+    context, most = check_integer(context, "context", minimum=0), max(n_values)
+    if context + most > model.max_context:
+        raise ValueError(
+            f"context {context} + n up to {most} is more than {model.name}'s max_context {model.max_context}"
+        )
+    return n_values, repeats, context, number
+
+
+def check_times(times):
+    """Median seconds by n for cost_ratios: n = 1 (the unit) present, every time positive and finite."""
+    if 1 not in times:
+        raise ValueError(f"times must include n = 1 (the unit), got n = {sorted(times)}")
+    if not all(math.isfinite(t) and t > 0 for t in times.values()):
+        raise ValueError(f"times must be positive and finite, got {dict(times)}")
+    return times
 
 
 def check_alpha(alpha) -> float:
@@ -382,7 +465,46 @@ def check_verify(verify) -> str:
     return verify
 
 
+def check_speculative(
+    target, draft, prompt_tokens, max_new_tokens, params, gamma, rng, end_token, verify, on_round
+) -> tuple:
+    """speculative_generate's arguments, each checked, in its order (the prompt as int64, the verify rule).
+
+    As check_generate for the target, and: the draft must be a language model with the target's
+    vocabulary, and the prompt and max_new_tokens must fit its context too.
+    """
+    target, draft = check_model(target, "target"), check_model(draft, "draft")
+    if target.vocab_size != draft.vocab_size:
+        raise ValueError(
+            f"target and draft must share a vocabulary: vocab_size {target.vocab_size} vs {draft.vocab_size}"
+        )
+    _, prompt, max_new_tokens, params, rng, end_token, on_round = check_generate(
+        target, prompt_tokens, max_new_tokens, params, rng, end_token, on_round
+    )
+    check_room(draft, prompt.size, max_new_tokens)
+    return (
+        target,
+        draft,
+        prompt,
+        max_new_tokens,
+        params,
+        check_gamma(gamma),
+        rng,
+        end_token,
+        check_verify(verify),
+        on_round,
+    )
+
+
 # --- A verification round (notebook 09) -------------------------------------------------------
+
+
+def check_pair(p, q) -> tuple[np.ndarray, np.ndarray]:
+    """Two distributions over the same vocabulary, as float64 arrays of the same shape (check_probs each)."""
+    p, q = check_probs(p, "p"), check_probs(q, "q")
+    if p.shape != q.shape:
+        raise ValueError(f"p and q must have the same shape, got {p.shape} and {q.shape}")
+    return p, q
 
 
 def check_round(draft_tokens, draft_probs, target_probs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -4,13 +4,17 @@ They are not timed tests: these only keep the scripts from rotting. bench_sample
 is run by tests/optional/.
 """
 
+import dataclasses
 import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from specdec.harness import TurnCosts
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 MACHINE = re.compile(r"machine: .+ logical CPUs; numpy \S+, .+ kernels\)")
@@ -52,10 +56,10 @@ def test_the_calls_only_bound_charges_the_bare_calls_and_the_measured_tokens():
     # 3 tokens per call; three rounds of 4 drafts (c = 0.1, bare 5-token call 1.6 steps) and one of 2 drafts
     # (bare 3-token call 1.2): calls per round (3 x 2.0 + 1.4) / 4 = 1.85. The whole turn f (call + sampling
     # + verification) is not what the bound charges.
-    costs = {"c": 0.1, "f_call": {5: 1.6, 3: 1.2}, "f": {5: 2.4, 3: 1.9}, "rounds": {5: 3, 3: 1}}
-    row = {"gamma": 4, "tokens_per_call": 3.0, "costs": costs}
+    costs = TurnCosts(unit=1e-3, c=0.1, f={5: 2.4, 3: 1.9}, f_call={5: 1.6, 3: 1.2}, prompt=5.0, rounds={5: 3, 3: 1})
+    row = SimpleNamespace(gamma=4, tokens_per_call=3.0, costs=costs)  # the fields of a Summary calls_only reads
     assert bench.calls_only(row) == pytest.approx(3.0 / 1.85)
-    costs["rounds"] = {5: 1}
+    row.costs = dataclasses.replace(costs, rounds={5: 1})
     assert bench.calls_only(row) == pytest.approx(3.0 / 2.0)
 
 

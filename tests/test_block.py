@@ -117,6 +117,25 @@ def test_weights_and_stop_probabilities_by_hand():
     np.testing.assert_allclose(h[1:], [1.0, 0.5], atol=1e-15)  # r_1 = 1/3, 1 - w_1 = 0: h_1 = 1; h_2 = w_2
 
 
+def test_h_is_exactly_one_where_the_running_ratio_is_one():
+    """block_weights computes R + (1 - w): where w_i = 1 the denominator is R_i itself and h_i is 1 exactly.
+
+    (R + 1 - w rounds R + 1 first: here it gives 0.9999999999999994, a pass that fails once in 10^15.)
+    """
+    tokens, q, p = np.array([0, 0]), np.array([[0.5, 0.5], [0.7, 0.3]]), np.array([[0.6, 0.4], [0.6, 0.4], [0.5, 0.5]])
+    w, h = block_weights(tokens, q, p)  # ratio 0.6 / 0.5 caps w_1 at 1; R_1 = 0.1 > 0
+    assert w[1] == 1.0 and h[1] == 1.0
+    rng = np.random.default_rng(0)
+    q_rows, p_rows = rng.dirichlet(np.ones(5), size=6)[:3], rng.dirichlet(np.ones(5), size=7)[:4]
+    below_one_the_other_way = 0  # blocks where R + 1 - w would have given h_i < 1
+    for tokens in itertools.product(range(5), repeat=3):
+        w, h = block_weights(np.array(tokens), q_rows, p_rows)
+        assert np.all(h[:3][w[:3] == 1.0] == 1.0)
+        r = np.maximum(w[1:3, None] * p_rows[1:3] - q_rows[1:3], 0.0).sum(axis=-1)  # (2,) R_1, R_2
+        below_one_the_other_way += int(np.sum((w[1:3] == 1.0) & (r > 0) & (r / (r + 1.0 - w[1:3]) < 1.0)))
+    assert below_one_the_other_way > 0  # the check above could have failed
+
+
 def stop_law(tokens, q, p) -> tuple[np.ndarray, np.ndarray]:
     """Exact P(tau = i | drafts), i = 0..gamma, for block verification, and the weights w."""
     w, h = block_weights(np.asarray(tokens), q, p)

@@ -1,6 +1,6 @@
 """A chapter reads in order: each notebook's core writes what it teaches, and never uses what comes later.
 
-The rule (course design, "Core path and Going further"): every public name a notebook's map row
+The rule (docs/authoring.md, "The core writes what it teaches"): every public name a notebook's map row
 says it builds is exported from a core cell, in plain sight; and a core cell uses from the package
 only what its own core wrote before it, or what an earlier notebook wrote. A core that imports a
 name its own notebook writes later, or only in a Going-further section, sends the learner to code
@@ -138,6 +138,17 @@ def test_the_core_uses_only_what_its_core_wrote_before(path):
                 where = "later in the core" if earlier else "only in Going further"
                 problems.append(f"cell {cell['index']} uses {name}, which this notebook writes {where}")
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("number", sorted(BUILDS))
+def test_the_readme_map_names_what_each_core_builds(number):
+    """The course map's "You build" column (README) names every public name of BUILDS, in backticks."""
+    rows = [line for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines() if line.startswith("| ")]
+    row = next((line for line in rows if line.split("|")[1].strip() == number), None)
+    assert row is not None, f"README's course map has no row {number}"
+    you_build = row.rstrip().rstrip("|").split("|")[-1]
+    missing = [name for name in BUILDS[number] if f"`{name}`" not in you_build]
+    assert not missing, f"README's row {number} does not name {missing} in its 'You build' column: {you_build.strip()}"
 
 
 EXERCISE_CHECK = re.compile(r"raise NotImplementedError[\s\S]*\bcheck_\w+\(")  # an exercise's stub and its checker

@@ -44,10 +44,10 @@ class Policy:
 
 POLICIES = [
     Policy(ex00.check_normalise, ("ex00_warm_up", "normalise"), (0,), "array"),
-    Policy(ex01.check_stable_softmax, ("ex01_softmax_temperature", "stable_softmax"), (0,), "array"),
-    Policy(ex01.check_log_softmax, ("ex01_softmax_temperature", "stable_log_softmax"), (0,), "array"),
-    Policy(ex01.check_fixed_softmax, ("ex01_softmax_temperature", "fixed_softmax"), (0,), "array"),
-    Policy(ex01.check_entropy_bits, ("ex01_softmax_temperature", "entropy_bits"), (0,), "array", other_dtypes=("f",)),
+    Policy(ex01.check_stable_softmax, ("ex01_stable_softmax", "stable_softmax"), (0,), "array"),
+    Policy(ex01.check_log_softmax, ("ex01_log_softmax", "stable_log_softmax"), (0,), "array"),
+    Policy(ex01.check_fixed_softmax, ("ex01_fixed_softmax", "fixed_softmax"), (0,), "array"),
+    Policy(ex01.check_entropy_bits, ("ex01_entropy_bits", "entropy_bits"), (0,), "array", other_dtypes=("f",)),
     Policy(ex02.check_draw_with_u, ("ex02_draw_with_u", "draw_with_u"), (0,)),
     Policy(ex02.check_total_variation, ("ex02_total_variation", "best_event"), (0, 1), "array"),
     Policy(ex02.check_counterexample, ("ex02_find_counterexample", "find_counterexample")),

@@ -1,4 +1,4 @@
-"""The cost model's inputs measured inside the runs (specdec/harness.py, notebook 10 section 6).
+"""The cost model's inputs measured inside the runs (specdec/harness.py, notebook 10 section 3).
 
 `run_turns` splits a run's time into the parts the cost model charges, `turn_costs` turns those
 into the unit, c, f(n) and the prompt, and `predict` / `predict_from_rounds` charge them. The
@@ -8,7 +8,9 @@ when the machine changes is checked on models whose calls sleep for known times,
 measured inside the loaded runs predict them, inputs measured on the quiet machine do not.
 """
 
+import dataclasses
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,7 +18,10 @@ import pytest
 from specdec import SamplingParams, generate, speculative_generate
 from specdec.gpt import GPT, expected_shapes
 from specdec.harness import (
+    PlainTurns,
+    RoundTurns,
     TimedModel,
+    TurnCosts,
     predict,
     predict_from_rounds,
     run_turns,
@@ -66,59 +71,79 @@ def test_timed_model_records_when_each_call_starts(tiny_pair):
 def test_run_turns_splits_a_plain_run_into_the_prompt_and_its_steps(tiny_pair):
     target, _ = tiny_pair
     result, timed, turns = timed_plain(target, [1, 2, 3], 12, T1)
-    assert turns["step_count"] == 11  # the prompt call yields the first token, 11 steps the others
-    assert turns["prompt"] + turns["steps"] == pytest.approx(result.seconds)
-    assert turns["prompt"] >= timed.calls[0][1]  # the prompt's call, and drawing the first token
+    assert isinstance(turns, PlainTurns)
+    assert turns.step_count == 11  # the prompt call yields the first token, 11 steps the others
+    assert turns.prompt + turns.steps == pytest.approx(result.seconds)
+    assert turns.prompt >= timed.calls[0][1]  # the prompt's call, and drawing the first token
     last_end = timed.starts[-1] + timed.calls[-1][1]
-    assert turns["steps"] >= last_end - timed.starts[1]  # the steps: calls AND the sampling between them
+    assert turns.steps >= last_end - timed.starts[1]  # the steps: calls AND the sampling between them
     single = timed_plain(target, [1, 2, 3], 1, T1)[2]
-    assert single["step_count"] == 0 and single["steps"] == 0.0
+    assert single.step_count == 0 and single.steps == 0.0
 
 
 @pytest.mark.parametrize(("params", "gamma"), [(T1, 3), (GREEDY, 2), (T1, "auto")])
 def test_run_turns_splits_a_speculative_run_round_by_round(tiny_pair, params, gamma):
     target, draft = tiny_pair
     result, timed_target, timed_draft, turns = timed_speculative(target, draft, [1, 2, 3], 30, params, gamma)
-    counts = {n: count for n, (_, count) in turns["turns"].items()}
-    assert sum(counts.values()) == result.target_calls - 1  # every round but the first, which reads the prompt
-    for n, (seconds, count) in turns["calls"].items():  # the calls alone: the target's own timings, by size
-        assert seconds == pytest.approx(sum(s for m, s in timed_target.calls[1:] if m == n))
-        assert count == counts[n] and turns["turns"][n][0] >= seconds  # a turn is its call and more
+    assert isinstance(turns, RoundTurns)
+    assert len(turns.turns) == result.target_calls - 1  # every round but the first, which reads the prompt
+    for (n, turn, call), (m, seconds) in zip(turns.turns, timed_target.calls[1:], strict=True):
+        assert n == m and call == seconds  # the call alone: the target's own timing
+        assert turn >= call  # a turn is its call and more
     first_round = result.drafted_per_round[0] if result.drafted_per_round else 0
-    assert turns["drafted"] == result.drafted - first_round == len(timed_draft.calls) - first_round
-    total = turns["prompt"] + turns["draft"] + sum(seconds for seconds, _ in turns["turns"].values())
+    assert turns.drafted == result.drafted - first_round == len(timed_draft.calls) - first_round
+    total = turns.prompt + turns.draft + sum(turn for _, turn, _ in turns.turns)
     assert total == pytest.approx(result.seconds, rel=0.01, abs=2e-4)  # the turns tile the run
 
 
+def test_run_turns_by_hand():
+    """A round begins with its first draft call (its target call if it drafted nothing) and ends where the next begins.
+
+    A run from 0.0 s to 1.0 s: the first round drafts at 0.1 and 0.2 and reads the prompt at 0.3; the second
+    drafts at 0.4 and 0.45 and calls the target at 0.5 for 0.1 s; the third drafts nothing, calls at 0.8 for 0.02 s.
+    """
+    target = SimpleNamespace(starts=[0.3, 0.5, 0.8], calls=[(3, 0.05), (3, 0.1), (1, 0.02)])
+    draft = SimpleNamespace(starts=[0.1, 0.2, 0.4, 0.45])
+    turns = run_turns(SimpleNamespace(seconds=1.0), target, draft, end=1.0)
+    assert turns.prompt == pytest.approx(0.4)  # the first round: from the start to the second round's first draft
+    assert turns.draft == pytest.approx(0.1) and turns.drafted == 2  # 0.4 to 0.5; the third round drafted nothing
+    assert [n for n, _, _ in turns.turns] == [3, 1]
+    assert [turn for _, turn, _ in turns.turns] == pytest.approx([0.3, 0.2])  # 0.5 to 0.8, and 0.8 to the end
+    assert [call for _, _, call in turns.turns] == pytest.approx([0.1, 0.02])
+    alone = run_turns(SimpleNamespace(seconds=1.0), SimpleNamespace(starts=[0.3], calls=[(5, 0.1)]), draft, end=1.0)
+    assert alone.prompt == pytest.approx(1.0) and alone.turns == [] and alone.drafted == 0  # one round: the prompt's
+
+
 def test_turn_costs_by_hand():
-    plain = [
-        {"prompt": 0.010, "steps": 0.020, "step_count": 10},
-        {"prompt": 0.014, "steps": 0.040, "step_count": 20},
-    ]  # unit = 0.060 s / 30 steps = 2 ms
-    speculative = [
-        {"prompt": 0.02, "draft": 0.003, "drafted": 6, "turns": {5: [0.006, 1]}, "calls": {5: [0.005, 1]}},
-        {"prompt": 0.02, "draft": 0.001, "drafted": 4, "turns": {5: [0.010, 2], 2: [0.003, 1]}, "calls": {}},
+    plain = [PlainTurns(0.010, 0.020, 10), PlainTurns(0.014, 0.040, 20)]  # unit = 0.060 s / 30 steps = 2 ms
+    speculative = [  # turns: (n tokens scored, the target's turn, its call alone) of each round after the first
+        RoundTurns(prompt=0.02, draft=0.003, drafted=6, turns=[(5, 0.006, 0.005)]),
+        RoundTurns(0.02, 0.001, 4, turns=[(5, 0.004, 0.003), (2, 0.003, 0.002), (5, 0.006, 0.004)]),
     ]
     costs = turn_costs(plain, speculative)
-    assert costs["unit"] == pytest.approx(0.002)
-    assert costs["c"] == pytest.approx(0.004 / 10 / 0.002)  # 0.2
-    assert costs["f"] == pytest.approx({2: 1.5, 5: (0.016 / 3) / 0.002})
-    assert costs["f_call"] == pytest.approx({5: 2.5})
-    assert costs["prompt"] == pytest.approx(0.012 / 0.002)  # 6 steps
-    assert costs["rounds"] == {2: 1, 5: 3}
-    assert np.isnan(turn_costs([{"prompt": 0.01, "steps": 0.0, "step_count": 0}], speculative)["unit"])
+    assert isinstance(costs, TurnCosts)
+    assert costs.unit == pytest.approx(0.002)
+    assert costs.c == pytest.approx(0.004 / 10 / 0.002)  # 0.2
+    assert costs.f == pytest.approx({2: 1.5, 5: (0.016 / 3) / 0.002})
+    assert list(costs.f) == [2, 5]  # by size
+    assert costs.f_call == pytest.approx({2: 1.0, 5: (0.012 / 3) / 0.002})
+    assert costs.prompt == pytest.approx(0.012 / 0.002)  # 6 steps
+    assert costs.rounds == {2: 1, 5: 3}
+    assert np.isnan(turn_costs([PlainTurns(0.01, 0.0, 0)], speculative).unit)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        costs.c = 0.1
 
 
 def test_side_by_side_rows_carry_inputs_that_add_up_to_the_plain_runs(tiny_pair):
     target, draft = tiny_pair
     for row in side_by_side(target, draft, PROMPTS, 16, T1, gammas=[2, "auto"], seed=3):
-        costs = row["costs"]
-        assert set(costs) == {"unit", "c", "f", "f_call", "prompt", "rounds"}
-        steps = sum(result.tokens.size - 1 for result in row["plain"])  # every plain token but the first
-        runs = len(row["plain"])
-        assert (costs["prompt"] * runs + steps) * costs["unit"] == pytest.approx(row["plain_seconds"])
-        assert sum(costs["rounds"].values()) == row["target_calls"] - len(row["speculative"])
-        assert costs["c"] > 0 and all(f > costs["f_call"][n] for n, f in costs["f"].items())
+        costs = row.costs
+        assert isinstance(costs, TurnCosts) and set(costs.f) == set(costs.f_call) == set(costs.rounds)
+        steps = sum(result.tokens.size - 1 for result in row.plain)  # every plain token but the first
+        runs = len(row.plain)
+        assert (costs.prompt * runs + steps) * costs.unit == pytest.approx(sum(r.seconds for r in row.plain))
+        assert sum(costs.rounds.values()) == row.target_calls - len(row.speculative)
+        assert costs.c > 0 and all(f > costs.f_call[n] for n, f in costs.f.items())
 
 
 # --- predictions ---------------------------------------------------------------------------
@@ -182,19 +207,17 @@ def test_in_run_inputs_keep_predicting_when_the_machine_changes(tiny_pair):
     loaded = side_by_side(slow_target, slow_draft, PROMPTS, 24, T1, gammas=[4], seed=1)[0]
 
     def predicted(row, costs):
-        return predict_from_rounds(row["speculative"], costs["c"], costs["f"], costs["prompt"]).speedup
+        return predict_from_rounds(row.speculative, costs.c, costs.f, costs.prompt).speedup
 
     for row in (quiet, loaded):
-        assert predicted(row, row["costs"]) == pytest.approx(row["speedup"], rel=0.10)
-    assert loaded["speedup"] > 1.1 * quiet["speedup"]  # the load changed the answer...
-    assert (
-        abs(predicted(loaded, quiet["costs"]) - loaded["speedup"]) > 0.10 * loaded["speedup"]
-    )  # ...and old inputs miss it
+        assert predicted(row, row.costs) == pytest.approx(row.speedup, rel=0.10)
+    assert loaded.speedup > 1.1 * quiet.speedup  # the load changed the answer...
+    assert abs(predicted(loaded, quiet.costs) - loaded.speedup) > 0.10 * loaded.speedup  # ...and old inputs miss it
 
 
 def test_run_turns_of_runs_that_generate_nothing(tiny_pair):
     target, draft = tiny_pair
     _, _, plain = timed_plain(target, [1, 2, 3], 0, T1)
-    assert plain["step_count"] == 0 and plain["steps"] == 0.0
+    assert plain.step_count == 0 and plain.steps == 0.0
     _, _, _, fast = timed_speculative(target, draft, [1, 2, 3], 0, T1, 3)
-    assert fast["drafted"] == 0 and fast["turns"] == {} and fast["calls"] == {}
+    assert fast.drafted == 0 and fast.turns == []

@@ -1,6 +1,6 @@
 """The course keeps its promises: core budgets, times that add up, numbers that are true, no machine paths.
 
-Budgets and the Going-further rule are the course design's (see tools/course_stats.py for how
+Budgets and the Going-further rule are those of docs/authoring.md (see tools/course_stats.py for how
 words and lines are counted). Quoted numbers: every decimal number with three or more
 significant digits, and every percentage, written in a notebook's markdown must appear in that
 notebook's own outputs, so prose cannot drift from what the code computes.

@@ -72,10 +72,10 @@ def test_scoring_never_changes_the_model():
 @pytest.mark.parametrize(
     ("model", "state", "error"),
     [
-        (TARGET, NGramState(), "cache must be a KVCache from this model's start"),
-        (TARGET, KVCache(specdec.load_model("target")), "cache must be a KVCache from this model's start"),
-        (DRAFT, TARGET.start(), "state must be an NGramState"),
-        (TARGET, None, "cache must be a KVCache"),
+        (TARGET, NGramState(), "cache must be this model's KVCache, from its start"),
+        (TARGET, KVCache(specdec.load_model("target")), "cache must be this model's KVCache, from its start"),
+        (DRAFT, TARGET.start(), "state must be this model's NGramState"),
+        (TARGET, None, "cache must be this model's KVCache"),
     ],
     ids=["ngram state to gpt", "another gpt's cache", "gpt cache to ngram", "no state"],
 )

@@ -115,3 +115,9 @@ def test_the_default_prompt_is_the_measured_choice_and_its_texts_parse():
     assert not parses("def f(:\n")  # the check can fail
     assert parses("def f():\n") and parses("x = 1\nif x:\n    y = [")  # an open block, a cut last line: fine
     assert len(CANDIDATES) == 20  # as the README says
+
+
+def test_a_faster_pair_never_prints_as_1_00x():
+    # 1.004x rounds to "1.00x", which would read as "no faster" in a sentence that says faster
+    assert "(1.004x to 1.09x)" in verdict([1.004, 1.05, 1.09], None)
+    assert "from 0.996x to 1.20x" in verdict([0.996, 1.1, 1.2], None)

@@ -1,9 +1,12 @@
 """sample and the statistics used to test samplers (notebook 02, specdec/drawing.py)."""
 
+import math
+
 import numpy as np
 import pytest
 
 import specdec
+from specdec import drawing
 from specdec.drawing import chi_square_sf, chi_square_test, empirical_distribution, total_variation
 
 N_DRAWS = 100_000
@@ -54,6 +57,35 @@ def test_u_rounding_up_to_the_total_steps_back_to_the_last_token_with_mass():
     probs[[3, 700]] = [0.5, 0.5 - 2**-52]  # sums to just under 1, so u * total can round up
     tokens = specdec.sample(np.broadcast_to(probs, (3, 1000)), FixedUniform(1 - 2**-53))
     np.testing.assert_array_equal(tokens, [700, 700, 700])
+
+
+@pytest.mark.parametrize(
+    "probs",
+    [
+        np.random.default_rng(3).dirichlet(np.full(1000, 0.2), size=300),  # 4 blocks, the last one short
+        np.random.default_rng(4).dirichlet(np.full(600, 0.02), size=(5, 40)),  # many exact zeros, a (5, 40) batch
+        np.random.default_rng(5).dirichlet(np.full(300, 0.5)),  # one row over two blocks
+        np.random.default_rng(6).dirichlet(np.full(12, 0.5)),  # one short row: the scalar path
+        np.append(np.full(10, 0.1), [0.0, 0.0]),  # a row whose running sum ends below its total
+        np.random.default_rng(7).dirichlet(np.full(50, 0.3), size=1000),  # one block
+    ],
+    ids=["1000-tokens", "batch-with-zeros", "one-row-300", "one-row-12", "tenths-then-zeros", "one-block"],
+)
+def test_two_level_draw_equals_flat_draw(probs):
+    """The package's `draw` (notebook 02, Going further) replaces the core's flat `draw_flat`: the same tokens."""
+    assert drawing.draw is not drawing.draw_flat  # the package uses the two-level search
+    for seed in range(5):
+        two_level = drawing.draw(probs, np.random.default_rng(seed))
+        flat = drawing.draw_flat(probs, np.random.default_rng(seed))
+        assert type(two_level) is type(flat) and np.shape(two_level) == probs.shape[:-1]
+        np.testing.assert_array_equal(two_level, flat)
+    for u in [0.0, 0.123, 0.5]:  # every uniform fixed, u = 0 on the first step
+        np.testing.assert_array_equal(drawing.draw(probs, FixedUniform(u)), drawing.draw_flat(probs, FixedUniform(u)))
+    # At u = 1 - 2**-53 the two searches' sums, added in different orders, can disagree in the last bit: then they
+    # may end on neighbouring tokens near the end of the row, but each on a token with mass.
+    for search in (drawing.draw, drawing.draw_flat):
+        tokens = np.asarray(search(probs, FixedUniform(1 - 2**-53)))  # probs.shape[:-1]
+        assert np.all(np.take_along_axis(probs, tokens[..., None], axis=-1) > 0)
 
 
 def test_the_two_level_search_matches_a_flat_inverse_cdf():
@@ -117,13 +149,37 @@ def test_chi_square_survival_function_matches_tables(statistic, dof, expected):
     assert chi_square_sf(statistic, dof) == pytest.approx(expected, rel=1e-9)
 
 
+def test_chi_square_survival_function_matches_closed_forms_and_stays_finite_for_large_dof():
+    for x in np.linspace(0.01, 60, 200):
+        h = x / 2
+        assert chi_square_sf(x, 1) == pytest.approx(math.erfc(math.sqrt(h)), rel=1e-12)
+        assert chi_square_sf(x, 2) == pytest.approx(math.exp(-h), rel=1e-12)
+        assert chi_square_sf(x, 3) == pytest.approx(math.erfc(math.sqrt(h)) + 2 * math.sqrt(h / math.pi) * math.exp(-h))
+        assert chi_square_sf(x, 4) == pytest.approx(math.exp(-h) * (1 + h), rel=1e-12)
+    # 5000 degrees of freedom (a large vocabulary): near the mean, about one half, with no overflow or underflow;
+    # the Wilson-Hilferty approximation is good to a few 1e-4 there.
+    for dof, x in [(5000, 5000.0), (5001, 4900.0), (5000, 5200.0)]:
+        z = ((x / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / math.sqrt(2 / (9 * dof))
+        assert chi_square_sf(x, dof) == pytest.approx(0.5 * math.erfc(z / math.sqrt(2)), abs=1e-3)
+    assert chi_square_sf(0.0, 3) == 1.0 and chi_square_sf(math.inf, 3) == 0.0
+    assert 0.0 < chi_square_sf(1000.0, 10) < 1e-200  # a far tail (about 1e-208), still a positive number
+
+
 def test_chi_square_test_edge_cases():
     assert chi_square_test([5, 1], [1.0, 0.0]).p_value == 0.0  # an impossible token was drawn
     assert chi_square_test([10, 0], [1.0, 0.0]).p_value == 1.0  # a point mass, drawn as it should be
     with pytest.raises(ValueError, match="same shape"):
         chi_square_test([1, 2, 3], [0.5, 0.5])
-    with pytest.raises(ValueError, match="dof must be >= 1"):
+    with pytest.raises(ValueError, match="dof must be an integer >= 1"):
         chi_square_sf(1.0, 0)
+
+
+def test_an_impossible_draw_keeps_the_degrees_of_freedom_of_the_pooled_test():
+    """statistic inf and p-value 0, with the same categories (pooled) as the test without that draw."""
+    probs = [0.5, 0.45, 0.03, 0.02, 0.0]  # expected 50, 45, 3, 2, 0 in 100 draws: the two small tokens pooled
+    assert chi_square_test([50, 45, 3, 2, 0], probs).dof == 2
+    assert chi_square_test([50, 45, 3, 1, 1], probs) == (math.inf, 2, 0.0)
+    assert chi_square_test([50, 40, 1], [0.5, 0.5, 0.0]) == (math.inf, 1, 0.0)
 
 
 def test_total_variation_and_empirical_distribution():

@@ -78,6 +78,44 @@ def test_wrong_answers_fail(wrong, capsys):
 def test_the_messages_say_in_words_what_printed_numbers_hide(capsys):
     check_normalise(in_float32)
     assert "float64 is asked" in capsys.readouterr().out
-    check_normalise(no_keepdims)  # fails on the first batch, whose rows have different sums
+
+
+def test_a_missing_keepdims_is_named_first(capsys):
+    """Learner reads: `w / w.sum(axis=-1)` on the square first batch got only "the values differ"."""
+    assert not check_normalise(no_keepdims)
     out = capsys.readouterr().out
-    assert "[[1., 3.]," in out and "differ" in out
+    words = (
+        "✗ normalise: row 0 sums to 0.625, not 1: a sum without keepdims=True has shape (2,), which numpy lines up"
+        " with the last axis, so column j is divided by row j's sum"
+    )
+    assert out.startswith(words), out
+    assert out.index("keepdims") < out.index("[[")  # the diagnosis first, the arrays after
+
+
+def sums_with_a_new_axis_in_the_middle(weights):  # w.sum(axis=-1)[:, None]: right up to 2-D, not for (2, 2, 3)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim == 1:
+        return weights / weights.sum()
+    return weights / weights.sum(axis=-1)[:, None]
+
+
+def test_a_broadcasting_error_points_at_keepdims(capsys):
+    assert not check_normalise(sums_with_a_new_axis_in_the_middle)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ normalise: a sum without keepdims=True has one value per row"), out
+    assert "could not be broadcast" in out
+
+
+def test_one_sum_for_the_whole_array_is_named_first(capsys):
+    def whole_array(weights):  # the warm-up's wrong attempt: right for one row, wrong for a batch
+        weights = np.asarray(weights, dtype=np.float64)
+        return weights / weights.sum()
+
+    assert not check_normalise(whole_array)
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "✗ normalise: each row must sum to 1, not the whole array: row 0 sums to 0.333333; divide each row by its"
+        " own sum"
+    ), out
+    assert out.index("each row must") < out.index("[[")  # the diagnosis first, the arrays after
+    assert "keepdims" not in out and "axis=" not in out  # the notebook shows this message: it must not give the code

@@ -1,6 +1,7 @@
 """Exercises of notebooks/01_logits_softmax_temperature.ipynb: solutions pass their checkers, wrong answers fail."""
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -9,7 +10,12 @@ from helpers import load_solution
 import specdec
 from checkers.ex01 import check_entropy_bits, check_fixed_softmax, check_log_softmax, check_stable_softmax
 
-solution = load_solution("ex01_softmax_temperature")
+solution = SimpleNamespace(  # one solution file per exercise
+    stable_softmax=load_solution("ex01_stable_softmax").stable_softmax,
+    stable_log_softmax=load_solution("ex01_log_softmax").stable_log_softmax,
+    fixed_softmax=load_solution("ex01_fixed_softmax").fixed_softmax,
+    entropy_bits=load_solution("ex01_entropy_bits").entropy_bits,
+)
 
 
 def stub(*args):
@@ -22,6 +28,11 @@ def assert_fails(checker, fn, capsys, why: str = ""):
     out = capsys.readouterr().out
     assert out.startswith("✗")
     assert why in out
+
+
+def diagnosis(out: str) -> str:
+    """The checker's message without its '✗ name: ' prefix."""
+    return out.split(": ", 1)[1]
 
 
 # --- Exercise 1 --------------------------------------------------------------------------------
@@ -214,8 +225,8 @@ def test_stable_softmax_wrong_answers_fail(wrong, capsys):
         (greedy_one_hot_keeps_the_dtype, "returned int64 probabilities where float64 is asked"),
         (stable_softmax_delegates, "calls softmax"),
         (stable_softmax_delegates_under_an_alias, "calls softmax"),
-        (greedy_below_a_small_temperature, "expected [0. , 0.5, 0.5, 0. ]"),
-        (divides_first_with_a_tiny_temperature_guard, "expected [0.5, 0.5, 0. ]"),
+        (greedy_below_a_small_temperature, "expected [2.5741e-131, 0.5, 0.5, 9.575848e-175]"),
+        (divides_first_with_a_tiny_temperature_guard, "expected [0.5, 0.5, 0.]"),
         (exp_of_the_package_log_softmax, "calls log_softmax"),
         (greedy_with_the_package_one_hot, "calls one_hot_argmax"),
         (float32_arithmetic_cast_at_the_end, "float32 arithmetic"),
@@ -230,6 +241,105 @@ def test_stable_softmax_says_why(wrong, why, capsys):
 
 def test_stable_softmax_stub_is_not_attempted(capsys):
     assert_fails(check_stable_softmax, stub, capsys, "not attempted yet")
+
+
+# Learner reads: the likeliest batch and greedy mistakes got "wrong probabilities" or "returned NaN" over a
+# 3x3 dump. Each is named now, before the arrays, with the rows that are wrong.
+
+
+def softmax_sum_without_keepdims(logits, temperature):  # (B, V) / (B,): numpy lines the sums up with the tokens
+    x = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        return solution.stable_softmax(x, 0)
+    weights = np.exp((x - x.max(axis=-1, keepdims=True)) / temperature)
+    return weights / weights.sum(axis=-1)
+
+
+def softmax_max_without_keepdims(logits, temperature):  # (B, V) - (B,)
+    x = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        return solution.stable_softmax(x, 0)
+    weights = np.exp((x - x.max(axis=-1)) / temperature)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def greedy_by_fancy_indexing(logits, temperature):  # probs[..., best] = 1 sets every row's best column in every row
+    x = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        probs = np.zeros_like(x)
+        probs[..., np.argmax(x, axis=-1)] = 1.0
+        return probs
+    return solution.stable_softmax(x, temperature)
+
+
+def greedy_ties_set_to_one(logits, temperature):  # x == max: a 1 on every tied maximum
+    x = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        return (x == x.max(axis=-1, keepdims=True)).astype(np.float64)
+    return solution.stable_softmax(x, temperature)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "first_words", "also"),
+    [
+        (
+            global_max,
+            "each row must be shifted by its own maximum, x.max(axis=-1, keepdims=True)",
+            "Row 1 is right, row 0 is NaN",
+        ),
+        (
+            softmax_sum_without_keepdims,
+            "a row maximum or sum without keepdims=True has one value per row, shape (2,)",
+            "could not be broadcast together with shapes (2,3) (2,)",
+        ),
+        (softmax_max_without_keepdims, "a row maximum or sum without keepdims=True", "keepdims=True) has shape (2, 1)"),
+        (
+            greedy_by_fancy_indexing,
+            "greedy puts 1 on the first maximum of each row: np.put_along_axis",
+            "row 0 has 1 in columns 0 and 1",
+        ),
+        (
+            greedy_ties_set_to_one,
+            "T = 0 puts probability 1 on the first maximum only, ties to the lowest index; a tiny T shares tied"
+            " tokens, T = 0 does not",
+            "tokens 1 and 2 tied",
+        ),
+        (greedy_splits_ties, "T = 0 puts probability 1 on the first maximum only", "got [0., 0.5, 0.5, 0.]"),
+        (greedy_last_index, "ties go to the lowest index at T = 0", "token 1 gets probability 1, not token 2"),
+        (greedy_below_a_small_temperature, "T = 0.01 is not T = 0: only T = 0 is greedy", "tied tokens share"),
+        (
+            divide_then_shift,
+            "dividing first overflows: 2 / 1e-308 = inf, and inf - inf = NaN; subtract the maximum first",
+            "got [nan, nan]",
+        ),
+        (multiplies_by_the_reciprocal, "multiplying by 1 / T overflows: 1 / 1e-310 = inf", "got [nan, nan]"),
+    ],
+)
+def test_stable_softmax_names_the_batch_and_greedy_mistakes_first(wrong, first_words, also, capsys):
+    with np.errstate(all="ignore"):
+        assert not check_stable_softmax(wrong)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith(first_words), message
+    assert also in message, message
+    assert message.index(first_words) < message.index("(for input")  # the diagnosis first, the arrays after
+
+
+def test_a_square_batch_without_keepdims_is_named_too():
+    """A square batch broadcasts a missing keepdims silently: the checker still names it, and the rows."""
+    from checkers.ex01 import first_wrong
+
+    case = (np.array([[1.0, 2.0, 3.0], [1000.0, 0.0, -1000.0], [5.0, 5.0, -np.inf]]), 0.7)
+    expected = [solution.stable_softmax(*case)]
+    for wrong, words in [
+        (softmax_sum_without_keepdims, "a row sum without keepdims=True has shape (3,), which numpy lines up with"),
+        (softmax_max_without_keepdims, "a row maximum without keepdims=True has shape (3,)"),
+    ]:
+        with np.errstate(all="ignore"):
+            message = first_wrong(wrong, [case], expected, what="probabilities", float64=True, refused={})
+        assert message.startswith(words), message
+    assert "the diagonal is right, the rest is not" in first_wrong(
+        softmax_sum_without_keepdims, [case], expected, what="probabilities", float64=True, refused={}
+    )
 
 
 # --- Exercise 2: log_softmax -----------------------------------------------------------------
@@ -329,11 +439,36 @@ def test_log_softmax_says_why(wrong, why, capsys):
 
 
 def test_log_softmax_of_softmax_fails_with_minus_inf(capsys):
-    assert_fails(check_log_softmax, log_of_softmax, capsys, "-inf")
+    assert_fails(
+        check_log_softmax, log_of_softmax, capsys, "returned -inf where the right log-probabilities are finite"
+    )
 
 
 def test_log_softmax_stub_is_not_attempted(capsys):
     assert_fails(check_log_softmax, stub, capsys, "not attempted yet")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "first_words", "also"),
+    [
+        (
+            log_softmax_global_max,
+            "each row must be shifted by its own maximum, x.max(axis=-1, keepdims=True)",
+            "Row 1 is right, row 0 is infinite",
+        ),
+        (
+            log_softmax_without_keepdims,
+            "a row maximum or sum without keepdims=True has one value per row, shape (2,)",
+            "could not be broadcast",
+        ),
+    ],
+)
+def test_log_softmax_names_the_batch_mistakes_first(wrong, first_words, also, capsys):
+    with np.errstate(all="ignore"):
+        assert not check_log_softmax(wrong)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith(first_words), message
+    assert also in message, message
 
 
 # --- Exercise 3 --------------------------------------------------------------------------------
@@ -522,6 +657,24 @@ def test_fixed_softmax_wrong_answers_fail(wrong, capsys):
     assert_fails(check_fixed_softmax, wrong, capsys)
 
 
+@pytest.mark.parametrize(
+    ("wrong", "first_words"),
+    [
+        (unvalidated, "no ValueError for a negative temperature: your function returned"),
+        (wrong_exception_type, "no ValueError for a negative temperature: your function raised RuntimeError"),
+        (misses_all_minus_inf, "no ValueError for a row that is entirely -inf"),
+        (greedy_before_validation, "no ValueError for a NaN logit at T = 0"),
+        (validated_but_divides_first, "dividing first overflows: 2 / 1e-308 = inf, and inf - inf = NaN"),
+    ],
+)
+def test_fixed_softmax_names_the_mistake_before_the_input(wrong, first_words, capsys):
+    with np.errstate(all="ignore"):
+        assert not check_fixed_softmax(wrong)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith(first_words), message
+    assert "(for input " in message
+
+
 def test_fixed_softmax_says_float64_is_asked(capsys):
     assert_fails(
         check_fixed_softmax, fixed_keeps_float16, capsys, "returned float16 probabilities where float64 is asked"
@@ -531,8 +684,8 @@ def test_fixed_softmax_says_float64_is_asked(capsys):
 @pytest.mark.parametrize(
     ("wrong", "why"),
     [
-        (fixed_greedy_below_a_small_temperature, "expected [0. , 0.5, 0.5, 0. ]"),
-        (fixed_divides_first_with_a_guard, "expected [0.5, 0.5, 0. ]"),
+        (fixed_greedy_below_a_small_temperature, "expected [2.5741e-131, 0.5, 0.5, 9.575848e-175]"),
+        (fixed_divides_first_with_a_guard, "expected [0.5, 0.5, 0.]"),
         (validates_with_the_package, "calls check_temperature"),
         (fixed_with_the_package_log_softmax, "calls log_softmax"),
         (fixed_in_place, "changed its input `x` in place"),
@@ -556,6 +709,54 @@ def test_fixed_softmax_refuses_delegation_and_restores_softmax(capsys):
 
 def test_fixed_softmax_stub_is_not_attempted(capsys):
     assert_fails(check_fixed_softmax, stub, capsys, "not attempted yet")
+
+
+def refuses_minus_inf(x, temperature=1.0):  # np.isinf refuses -inf too: a valid input, probability 0
+    x = np.asarray(x, dtype=np.float64)
+    if np.isnan(x).any() or np.isinf(x).any():
+        raise ValueError("bad logits")
+    return solution.fixed_softmax(x, temperature)
+
+
+def refuses_temperature_zero(x, temperature=1.0):  # "temperature must be > 0": T = 0 is greedy, and valid
+    if temperature <= 0:
+        raise ValueError("bad temperature")
+    return solution.fixed_softmax(x, temperature)
+
+
+def fixed_divides_first_in_float16(x, temperature=1.0):  # validated, then the blog's x / T in the logits' dtype
+    solution.fixed_softmax(x, temperature)  # validation only
+    if temperature == 0:
+        return solution.stable_softmax(x, 0)
+    x = np.asarray(x) / temperature
+    weights = np.exp(x - x.max(axis=-1, keepdims=True)).astype(np.float64)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "first_words"),
+    [
+        (
+            refuses_minus_inf,
+            "your function refused a valid input: -inf logits are allowed (probability 0); only NaN, +inf and rows"
+            " entirely -inf are refused",
+        ),
+        (refuses_temperature_zero, "your function refused a valid input: T = 0 is allowed (greedy)"),
+        (fixed_divides_first_in_float16, "dividing first overflows: 70 / 0.001 = inf in float16"),
+        (
+            greedy_global_argmax,
+            "at T = 0 each row puts 1 on its own first maximum, np.argmax(x, axis=-1): row 1's is token 0, but your"
+            " function put the 1 on token 2",
+        ),
+        (validated_but_global, "wrong probabilities. Rows 0 and 1 are wrong"),
+    ],
+)
+def test_fixed_softmax_names_a_refused_valid_input_and_a_float16_overflow(wrong, first_words, capsys):
+    with np.errstate(all="ignore"):
+        assert not check_fixed_softmax(wrong)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith(first_words), message
+    assert message.index(first_words) < message.index("(for input")
 
 
 # --- Exercise 4 --------------------------------------------------------------------------------
@@ -637,6 +838,43 @@ def test_entropy_solution_passes(capsys):
 )
 def test_entropy_wrong_answers_fail(wrong, capsys):
     assert_fails(check_entropy_bits, wrong, capsys)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "first_words"),
+    [
+        (entropy_of_whole_batch, "your function summed over the whole array, all the rows together"),
+        (masks_then_sums_everything, "your function summed over the whole array, all the rows together"),
+        (entropy_over_the_first_axis, "your function summed over the first axis (axis=0, across the rows)"),
+    ],
+)
+def test_an_entropy_summed_over_more_than_each_row_is_told_so_first(wrong, first_words, capsys):
+    """A learner's sum over the whole array was told only "one value per row": the mistake is named first now."""
+    with np.errstate(all="ignore"):
+        assert not check_entropy_bits(wrong)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith(first_words), message
+    assert "one entropy per row is asked" in message and "sum over the last axis" in message
+    assert message.index("one entropy per row") < message.index("for input")  # the input's arrays come after
+
+
+def test_a_flattening_mask_is_named_in_the_message(capsys):
+    assert_fails(check_entropy_bits, masks_then_sums_everything, capsys, "`p[p > 0]`, which flattens the rows")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "first_words"),
+    [
+        (naive_entropy, "your function returned NaN where the entropies are all numbers"),
+        (entropy_in_nats, "these are entropies in nats"),
+        (drops_the_minus_sign, "the sign is flipped"),
+    ],
+)
+def test_entropy_says_why_first(wrong, first_words, capsys):
+    with np.errstate(all="ignore"):
+        assert not check_entropy_bits(wrong)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith(first_words), message
 
 
 def test_entropy_shows_a_difference_too_small_for_six_digits(capsys):

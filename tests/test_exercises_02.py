@@ -116,6 +116,9 @@ def test_draw_with_u_rejects_wrong_answers(wrong, capsys):
     assert out.startswith("✗") and "for input" in out
 
 
+PAST_END = "return the last token with positive probability (see the statement)"
+
+
 def test_draw_with_u_needs_the_repair(capsys):
     """Ten 0.1s, u = 1 - 2**-53: u * sum equals the last running sum, so the count is V (past the end)."""
     probs, u = np.full(10, 0.1), ex02.JUST_BELOW_ONE
@@ -129,7 +132,9 @@ def test_draw_with_u_needs_the_repair_to_step_back_over_every_trailing_zero(caps
     probs, u = np.append(np.full(10, 0.1), [0.0, 0.0]), ex02.JUST_BELOW_ONE
     assert one_step_back(probs, u) == 10 and ex02.reference_draw_with_u(probs, u) == 9
     assert not ex02.check_draw_with_u(one_step_back)
-    assert "expected 9, got 10: token 10 has probability 0" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("✗ draw_with_u: token 10 has probability 0, so it can never be drawn: u * probs.sum() = ")
+    assert "by rounding" in out and f"{PAST_END}: expected 9, got 10" in out
 
 
 @pytest.mark.parametrize("strict", [count_strictly_below, searchsorted_left])
@@ -139,6 +144,14 @@ def test_draw_with_u_says_a_u_on_a_step_belongs_to_the_token_on_its_right(strict
     assert "expected 1, got 0" in out and "a u exactly on a step belongs to the token on its right" in out
 
 
+def test_draw_with_u_names_searchsorted_side_right_for_the_strict_count(capsys):
+    """np.searchsorted's default side='left' is the `<` count: the message names the side that counts `<=`."""
+    assert not ex02.check_draw_with_u(searchsorted_left)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ draw_with_u: u * probs.sum() = 0.375 is exactly the running sum F_0")
+    assert "np.searchsorted(..., side='right'): the default side='left' is the < count" in out
+
+
 def test_draw_with_u_asks_for_the_scaling_and_says_so(capsys):
     """A row summing to 1 + 2**-52: u = 0.5 - 2**-54 scaled by the total lands on the step of token 1."""
     probs, u = np.array([0.5, 0.5 + 2**-52]), float(np.nextafter(0.5, 0.0))
@@ -146,6 +159,26 @@ def test_draw_with_u_asks_for_the_scaling_and_says_so(capsys):
     assert not ex02.check_draw_with_u(unscaled_but_careful)
     out = capsys.readouterr().out
     assert "expected 1, got 0" in out and "u * probs.sum()" in out
+
+
+def unscaled_against_the_weights(probs, u):
+    """The learner of the reads: u against the running sums of the row as it is, the repair done right."""
+    token = int((np.cumsum(probs) <= u).sum())
+    if token >= len(probs) or probs[token] == 0:
+        token = int(np.flatnonzero(probs > 0)[-1])
+    return token
+
+
+@pytest.mark.parametrize("unscaled", [unscaled_against_the_weights, unscaled_but_careful])
+def test_draw_with_u_names_the_missing_scaling_first_not_the_strict_comparison(unscaled, capsys):
+    """u * probs.sum() lands exactly on the step 0.5 that u itself is just below: the `<` mistake gives the same
+    token, but this learner counted with `<=`; the message must blame the missing scaling, first, not `<`."""
+    assert not ex02.check_draw_with_u(unscaled)
+    diagnosis = capsys.readouterr().out.removeprefix("✗ draw_with_u: ")
+    assert diagnosis.startswith("u is compared with the running sums without being scaled: this row sums to ")
+    assert "1.0000000000000002, not exactly 1" in diagnosis and "u * probs.sum() = 0.5" in diagnosis
+    assert "expected 1, got 0 (for input ([0.5, 0.5000000000000002], 0.49999999999999994))" in diagnosis
+    assert "not < u" not in diagnosis and "a step of the staircase" not in diagnosis
 
 
 def test_draw_with_u_says_when_only_float32_rounding_is_wrong(capsys):
@@ -177,9 +210,22 @@ def test_draw_with_u_names_a_zero_probability_answer(capsys):
     assert "token 10 has probability 0, so it can never be drawn" in capsys.readouterr().out
 
 
-def test_draw_with_u_says_past_the_end_is_not_a_token(capsys):
-    assert not ex02.check_draw_with_u(unclipped)
-    assert "not a token: the vocabulary is 0 to 9" in capsys.readouterr().out
+@pytest.mark.parametrize("missing_repair", [unclipped, no_repair])
+def test_draw_with_u_says_past_the_end_is_not_a_token_and_why_it_happens(missing_repair, capsys):
+    """got == V: the symptom (not a token), then the cause (rounding past the last piece) and the repair."""
+    assert not ex02.check_draw_with_u(missing_repair)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ draw_with_u: 10 is not a token (the vocabulary is 0 to 9): u * probs.sum() = ")
+    assert "reaches the last running sum F_9 = 0.9999999999999999 by rounding" in out
+    assert f"{PAST_END}: expected 9, got 10 (for input" in out
+
+
+def test_draw_with_u_explains_past_the_end_when_argmax_gives_token_0(capsys):
+    """np.argmax of an all-False row is 0: the cause is the same rounding past the last piece."""
+    assert not ex02.check_draw_with_u(argmax_above)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ draw_with_u: u * probs.sum() = 0.9999999999999999 reaches the last running sum")
+    assert f"{PAST_END}: expected 9, got 0" in out
 
 
 def test_draw_with_u_refuses_a_function_that_edits_its_input(capsys):
@@ -254,7 +300,16 @@ def test_best_event_says_a_number_is_not_an_event(capsys):
 
 def test_best_event_says_indices_are_not_a_mask(capsys):
     assert not ex02.check_total_variation(indices_not_a_mask)
-    assert "a boolean mask, one entry per token" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("✗ best_event: your function returned int64 token ids where a bool mask is asked")
+    assert "one entry per token" in out and "returned int64 event" not in out
+
+
+def test_best_event_says_a_0_1_mask_has_the_right_tokens_but_not_bools(capsys):
+    assert not ex02.check_total_variation(lambda p, q: (p > q).astype(np.int64))
+    out = capsys.readouterr().out
+    assert out.startswith("✗ best_event: your function returned int64 0/1 values where a bool mask is asked")
+    assert ".astype(bool)" in out and "token ids" not in out
 
 
 def test_best_event_names_the_gap_of_a_wrong_event(capsys):
@@ -329,9 +384,14 @@ def mask_with_a_tolerance(p, q):  # the right event, except where p and q differ
 
 
 def test_best_event_names_a_tolerance_too_when_only_precision_is_wrong(capsys):
+    """p - q > 1e-9 where the gap is 1e-10: the event is empty, its gap 0.0, not "right to about 7 digits"."""
     assert not ex02.check_total_variation(mask_with_a_tolerance)
     out = capsys.readouterr().out
-    assert "a tolerance" in out and "float32" in out and "compare p > q exactly" in out
+    assert out.startswith(
+        "✗ best_event: your event's gap |P(A) - Q(A)| is off by less than 1e-6 (your gap 0.0, the total variation"
+        " 1e-10): as when p and q are compared with a tolerance"
+    )
+    assert "float32" in out and "compare p > q exactly" in out and "7 digits" not in out
 
 
 def test_best_event_stub_fails(capsys):
@@ -383,10 +443,28 @@ def test_counterexample_rejects_non_counterexamples(wrong, capsys):
     assert capsys.readouterr().out.startswith("✗")
 
 
+def test_counterexample_says_buggy_draw_is_wrong_there_but_on_a_token_with_mass(capsys):
+    """u = 0.5 on the step of a zero token in the middle: buggy_draw is wrong (0, not 2), but not the bug asked."""
+    assert not ex02.check_counterexample(lambda: (np.array([0.5, 0.0, 0.5]), 0.5))
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "✗ find_counterexample: buggy_draw is wrong here (the right token is 2), but the token it picks has "
+        "probability 0.5: the exercise asks for a u on which it picks a token of probability 0."
+    )
+    assert "Which zero-probability token can own a non-empty piece?" in out and "not a counterexample" not in out
+
+
+def test_counterexample_says_when_buggy_draw_is_right(capsys):
+    assert not ex02.check_counterexample(lambda: (np.array([0.25, 0.75]), 0.5))
+    out = capsys.readouterr().out
+    assert out.startswith("✗ find_counterexample: not a counterexample: buggy_draw returns token 1, the right token")
+
+
 def test_counterexample_says_past_the_end_is_another_bug(capsys):
     assert not ex02.check_counterexample(lambda: (np.full(7, 1 / 7), ex02.JUST_BELOW_ONE))
     out = capsys.readouterr().out
-    assert "= 7, past the end" in out and "a token of probability 0" in out
+    assert out.startswith("✗ find_counterexample: buggy_draw returns 7, past the end of the vocabulary")
+    assert "a token of probability 0" in out and "= 7)" in out
 
 
 # --- exercise 4: which_is_wrong -------------------------------------------------------------
@@ -468,7 +546,35 @@ def test_which_is_wrong_accepts_any_method_that_reads_only_the_draws():
 def test_which_is_wrong_rejects_wrong_answers(wrong, capsys):
     assert not ex02.check_which_is_wrong(wrong)
     out = capsys.readouterr().out
-    assert out.startswith("✗") and "you answered" in out and "default_rng(" in out
+    assert out.startswith("✗ which_is_wrong: ") and "ou answered" in out and "default_rng(" in out
+
+
+def test_which_is_wrong_names_too_few_draws_first(capsys):
+    assert not ex02.check_which_is_wrong(too_few_draws)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ which_is_wrong: your function drew only 300 tokens from each sampler: at that size ")
+    assert "an exact sampler's statistic varies as much as a wrong one's (section 6's table at 10^3); draw more" in out
+    assert ". You answered '" in out and "default_rng(" in out
+
+
+def few_draws_from_b(sampler_a, sampler_b, probs, rng):  # 10^5 draws from a, 500 from b
+    p_values = [
+        chi_square_test(np.bincount(sampler(probs, n, rng), minlength=len(probs)), probs).p_value
+        for sampler, n in ((sampler_a, 100_000), (sampler_b, 500))
+    ]
+    return "a" if p_values[0] < p_values[1] else "b"
+
+
+def test_which_is_wrong_names_the_sampler_drawn_too_little(capsys):
+    assert not ex02.check_which_is_wrong(few_draws_from_b)
+    assert capsys.readouterr().out.startswith("✗ which_is_wrong: your function drew only 500 tokens from sampler_b")
+
+
+@pytest.mark.parametrize("blind", [coin_flip, always_a, peeks_at_the_name, peeks_at_the_closure])
+def test_which_is_wrong_says_when_the_function_never_drew(blind, capsys):
+    assert not ex02.check_which_is_wrong(blind)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ which_is_wrong: your function never drew from either sampler")
 
 
 def test_which_is_wrong_runs_every_pair_in_both_positions_with_several_seeds():

@@ -1,6 +1,7 @@
 """Notebook 03's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -391,7 +392,7 @@ def test_top_k_test_solution_agrees_with_package(rng):
             )
 
 
-def kth_by_sorting(x, k):  # right values by a full sort: exercise 2 asks for O(V), exercise 1 does not
+def kth_by_sorting(x, k):  # right values by a full sort: exercise 1 asks for O(V), exercise 2 does not
     return np.sort(x, axis=-1)[..., -k:][..., :1]
 
 
@@ -481,7 +482,7 @@ def returns_the_input_when_nothing_is_dropped(logits, k):  # k >= V hands back t
     return out
 
 
-def filter_with_the_in_place_kth(logits, k):  # exercise 1's hint with the in-place kth above in place of kth_largest
+def filter_with_the_in_place_kth(logits, k):  # exercise 2's hint with the in-place kth above in place of kth_largest
     out = np.asarray(logits).astype(np.result_type(np.asarray(logits).dtype, np.float32))
     if k >= out.shape[-1]:
         return out
@@ -541,7 +542,7 @@ def test_top_k_test_rejects_a_rebuilt_filter(wrong, words, capsys):
 
 def test_top_k_test_rejects_a_filter_rebuilt_from_the_learners_own_kth(capsys):
     namespace = {"np": np}
-    exec(  # a stand-in for the notebook's namespace, holding the learner's exercise 2 answer
+    exec(  # a stand-in for the notebook's namespace, holding the learner's exercise 1 answer
         "def kth_largest_value(x, k):\n"
         "    j = x.shape[-1] - k\n"
         "    return np.partition(x, j, axis=-1)[..., j : j + 1]\n"
@@ -690,3 +691,113 @@ def test_top_k_filter_names_the_core_kth_largest_when_it_calls_the_package(capsy
     assert not ex03.check_top_k_filter(calls_the_package)
     out = capsys.readouterr().out
     assert "kth_largest" in out and "specdec.topk" in out and "kth_largest_value" not in out, out
+
+
+# --- what the notebook says about its checkers and its timings ------------------------------
+
+
+def notebook_prose() -> str:
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "03_top_k.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+
+
+def test_the_notebook_says_the_checkers_refuse_calls_and_replace_nothing():
+    """The checkers watch calls (checkers.watching) and swap nothing: the prose must not say otherwise."""
+    prose = notebook_prose()
+    assert "replaced by wrong" not in prose and "are replaced" not in prose
+    assert "The checker refuses a call to `top_k_filter`, `kth_largest`" in prose
+
+
+def test_the_timing_prose_promises_no_machine_dependent_gap():
+    """np.partition against a sort, top_k_filter against np.partition: the gaps depend on the CPU."""
+    prose = notebook_prose()
+    assert "well above" not in prose
+    assert "usually sits above `np.partition`'s; by how much depends on the machine" in prose
+
+
+# --- wrong answers from the timed reads after the restructure: each named, diagnosis first ------------
+
+
+def diagnosis_of(out: str) -> str:
+    """The checker's words before the input it names: the diagnosis comes first."""
+    return out.split(" (for ", 1)[0]
+
+
+def kth_along_axis_0(x, k):  # np.partition down the batch: each column is partitioned, not each row
+    j = x.shape[-1] - k
+    return np.partition(x, j, axis=0)[..., j : j + 1]
+
+
+@pytest.mark.parametrize(
+    ("wrong", "words"),
+    [
+        (kth_smallest, ["the 2nd smallest value of each row", "np.partition orders ascending", "index V - k"]),
+        (kth_along_axis_0, ["axis 0", "axis=-1"]),
+    ],
+)
+def test_kth_largest_names_the_mistake_first(wrong, words, capsys):
+    assert not ex03.check_kth_largest(wrong)
+    out = capsys.readouterr().out
+    for word in words:
+        assert word in diagnosis_of(out), out
+    assert out.count("\n") == 1, out  # one line: a batch's rows side by side, not one per line
+
+
+def top_k_through_asarray_float(logits, k):  # np.asarray(logits, dtype=float): float32 logits come back float64
+    x = np.asarray(logits, dtype=float).copy()
+    if k >= x.shape[-1]:
+        return x
+    x[x < solution.kth_largest_value(x, k)] = -np.inf
+    return x
+
+
+def threshold_without_the_kept_axis(logits, k):  # [..., j] instead of [..., j : j + 1]: shape (B,), not (B, 1)
+    x = np.asarray(logits)
+    out = x.astype(np.result_type(x.dtype, np.float32))
+    if k >= out.shape[-1]:
+        return out
+    j = out.shape[-1] - k
+    out[out < np.partition(out, j, axis=-1)[..., j]] = -np.inf
+    return out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "words"),
+    [
+        (
+            top_k_through_asarray_float,
+            ["returned float64", "np.result_type(logits.dtype, np.float32)", "float32 stays float32", "float64"],
+        ),
+        (
+            threshold_without_the_kept_axis,
+            ["your threshold has shape (3,), not (3, 1)", "keep the last axis", "Exercise 1's answer"],
+        ),
+    ],
+)
+def test_top_k_names_the_mistake_first(wrong, words, capsys):
+    assert not ex03.check_top_k_filter(wrong)
+    out = capsys.readouterr().out
+    for word in words:
+        assert word in diagnosis_of(out), out
+    assert out.count("\n") == 1, out
+
+
+def test_top_k_test_says_which_result_it_accepted(capsys):
+    assert not ex03.check_top_k_test(accepts_everything)
+    out = capsys.readouterr().out
+    assert diagnosis_of(out).endswith("your test accepted a wrong result: it drops tokens tied with the 2nd largest"), (
+        out
+    )
+
+
+def test_top_k_test_names_one_threshold_for_the_whole_batch(capsys):
+    assert not ex03.check_top_k_test(treats_the_batch_as_one_row)
+    words = diagnosis_of(capsys.readouterr().out)
+    for word in ["your test rejected a correct result", "checks the whole batch against one threshold", "row by row"]:
+        assert word in words, words
+
+
+def test_the_statement_says_which_dtype_the_filter_returns():
+    assert "np.result_type(logits.dtype, np.float32)" in notebook_prose()
+    assert "float32 stays float32, integers become float64" in notebook_prose()

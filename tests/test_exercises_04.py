@@ -1,6 +1,8 @@
 """Notebook 04's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
 
 import importlib.util
+import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +100,8 @@ def test_nucleus_keep_refuses_a_quadratic_answer(capsys):
 
 def test_nucleus_keep_says_float32_in_words(capsys):
     assert not ex04.check_nucleus_keep(keeps_float32)
-    assert "float32" in capsys.readouterr().out.split("expected")[-1]
+    diagnosis = capsys.readouterr().out.split(" (for ")[0]  # the words come first, the arrays after
+    assert "float32 arithmetic" in diagnosis and "float64" in diagnosis, diagnosis
 
 
 def test_nucleus_keep_asks_for_a_boolean_mask(capsys):
@@ -148,7 +151,7 @@ def sums_over_the_wrong_axis(probs, p):  # cumsum down the batch instead of alon
 
 
 def _reference_under_another_name():
-    def nucleus_threshold_full_sort(probs, p):  # notebook 04's section-4 reference
+    def nucleus_threshold_full_sort(probs, p):  # the second name of notebook 04's core nucleus_threshold
         top = np.sort(probs, axis=-1)[..., ::-1]
         n = (specdec.nucleus.descending_exclusive_cumsum(top) < p).sum(axis=-1, keepdims=True)
         return np.take_along_axis(top, n - 1, axis=-1)
@@ -350,7 +353,7 @@ def blog_fixed_in_place(logits, p=0.9):
     sorted_indices = np.argsort(logits)[::-1]
     sorted_logits = np.asarray(logits, dtype=np.float64)[sorted_indices]
     sorted_probs = blog_softmax(sorted_logits)
-    mass_above = np.cumsum(sorted_probs) - sorted_probs
+    mass_above = np.concatenate([[0.0], np.cumsum(sorted_probs)[:-1]])  # the running sum, shifted by one place
     n_keep = np.sum(mass_above < p)
     keep = np.zeros(logits.size, dtype=bool)
     keep[sorted_indices] = sorted_probs >= sorted_probs[n_keep - 1]
@@ -433,4 +436,181 @@ def test_nucleus_keep_names_the_wrong_row_of_a_batch(capsys):
     assert not ex04.check_nucleus_keep(flattens_the_batch)
     out = capsys.readouterr().out
     assert "(2, 3, 20)" in out and "row [0, " in out, out
-    assert "..." not in out and "…" not in out, out  # the row is shown whole, not cut short
+    arrays = out.split(" (for ", 1)[1]
+    assert "..." not in arrays and "…" not in arrays, out  # the row is shown whole, not cut short
+
+
+# --- the mass above as a running sum minus the token: right in exact arithmetic, wrong in floats ------
+
+
+def keep_by_subtraction(probs, p):  # float64 throughout, ties kept, but the mass above is cumsum - top
+    probs = np.asarray(probs, dtype=np.float64)
+    desc = -np.sort(-probs, axis=-1)
+    above = np.cumsum(desc, axis=-1) - desc  # (0.4 + 0.3) - 0.3 is 0.39999999999999997, not 0.4
+    threshold = np.take_along_axis(desc, (above < p).sum(axis=-1, keepdims=True) - 1, axis=-1)
+    return probs >= threshold
+
+
+def blog_fixed_by_subtraction(logits, p=0.9):  # the three fixes, but the exclusive sum as cum_probs - sorted_probs
+    sorted_indices = np.argsort(logits)[::-1]
+    sorted_probs = specdec.softmax(logits[sorted_indices])
+    mass_above = np.cumsum(sorted_probs) - sorted_probs
+    n_keep = np.sum(mass_above < p)
+    keep = np.zeros(logits.size, dtype=bool)
+    keep[sorted_indices] = sorted_probs >= sorted_probs[n_keep - 1]
+    return np.where(keep, logits, -np.inf)
+
+
+def test_a_subtraction_really_rounds_below_a_decimal_boundary():
+    tenths = np.array([0.4, 0.3, 0.2, 0.1])
+    assert specdec.nucleus.descending_exclusive_cumsum(tenths)[1] == 0.4
+    assert (np.cumsum(tenths) - tenths)[1] < 0.4
+    assert keep_by_subtraction(tenths, 0.4).tolist() == [True, True, False, False]
+    assert solution.nucleus_keep(tenths, 0.4).tolist() == [True, False, False, False]
+
+
+def test_nucleus_keep_rejects_the_mass_above_by_subtraction_and_says_so(capsys):
+    assert not ex04.check_nucleus_keep(keep_by_subtraction)
+    out = capsys.readouterr().out
+    diagnosis = out.split(" (for ")[0]
+    for words in [
+        "running sum minus the token",
+        "np.cumsum(top) - top",
+        "0.39999999999999997",
+        "p=0.4",
+        "descending_exclusive_cumsum",
+    ]:
+        assert words in diagnosis, out
+    assert "[0.4, 0.3, 0.2, 0.1]" in out.split(" (for ")[1], out
+
+
+def test_fixed_filter_rejects_the_mass_above_by_subtraction_and_says_so(capsys):
+    assert not ex04.check_fixed_nucleus_filter(blog_fixed_by_subtraction)
+    out = capsys.readouterr().out
+    diagnosis = out.split(" (for ")[0]
+    for words in ["running sum minus the token", "0.49999999999999994", "p=0.5", "descending_exclusive_cumsum"]:
+        assert words in diagnosis, out
+
+
+def test_nucleus_keep_refuses_the_cores_threshold_under_its_second_name(capsys):
+    """In the notebook, the core's nucleus_threshold keeps a second name once Going further redefines the first."""
+    namespace = {"np": np, "specdec": specdec}
+    exec(  # a stand-in for the notebook's namespace after the whole notebook ran
+        "def nucleus_threshold(probs, p):\n"
+        "    top = np.sort(np.asarray(probs, dtype=np.float64), axis=-1)[..., ::-1]\n"
+        "    n = (specdec.nucleus.descending_exclusive_cumsum(top) < p).sum(axis=-1, keepdims=True)\n"
+        "    return np.take_along_axis(top, n - 1, axis=-1)\n"
+        "nucleus_threshold_full_sort = nucleus_threshold\n"
+        "nucleus_threshold = specdec.nucleus.nucleus_threshold\n"
+        "def nucleus_keep(probs, p):\n"
+        "    return np.asarray(probs) >= nucleus_threshold_full_sort(probs, p)\n",
+        namespace,
+    )
+    assert not ex04.check_nucleus_keep(namespace["nucleus_keep"])
+    assert "calls nucleus_threshold" in capsys.readouterr().out
+
+
+# --- wrong answers from the timed reads after the restructure: each named, diagnosis first ------------
+
+
+def diagnosis_of(out: str) -> str:
+    """The checker's words before the input it names: the diagnosis comes first."""
+    return out.split(" (for ", 1)[0]
+
+
+def one_row_only(probs, p):  # right on one row; on a batch, np.cumsum flattens it and top[n - 1] picks a row
+    probs = np.asarray(probs, dtype=np.float64)
+    top = -np.sort(-probs)
+    above = np.concatenate([[0.0], np.cumsum(top)[:-1]])
+    return probs >= top[(above < p).sum() - 1]
+
+
+def threshold_at_index_n(probs, p):  # the crossing token is at index n - 1; index n is the token after it
+    probs = np.asarray(probs, dtype=np.float64)
+    top = -np.sort(-probs, axis=-1)
+    n = (specdec.nucleus.descending_exclusive_cumsum(top) < p).sum(axis=-1, keepdims=True)
+    return probs >= np.take_along_axis(top, np.minimum(n, top.shape[-1] - 1), axis=-1)
+
+
+def inclusive_running_sum(probs, p):  # counts the positions whose running sum *including* the token is < p
+    probs = np.asarray(probs, dtype=np.float64)
+    top = -np.sort(-probs, axis=-1)
+    n = np.maximum((np.cumsum(top, axis=-1) < p).sum(axis=-1, keepdims=True), 1)
+    return probs >= np.take_along_axis(top, n - 1, axis=-1)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "words"),
+    [
+        (
+            one_row_only,
+            [
+                "your function handles one row but not a batch of shape (",
+                "axis=-1",
+                "[..., ::-1]",
+                "keepdims=True",
+                "np.take_along_axis",
+            ],
+        ),
+        (threshold_at_index_n, ["keeps 3 tokens where the nucleus has 2", "index n - 1", "not at index n"]),
+        (inclusive_running_sum, ["keeps 1 token where the nucleus has 2", "crossing token", "include each token"]),
+    ],
+)
+def test_nucleus_keep_names_the_mistake_first(wrong, words, capsys):
+    assert not ex04.check_nucleus_keep(wrong)
+    out = capsys.readouterr().out
+    for word in words:
+        assert word in diagnosis_of(out), out
+    assert out.count("\n") == 1, out  # one line, the arrays after the words
+
+
+def test_a_quadratic_answer_is_told_a_magnitude_in_words(capsys):
+    assert not ex04.check_nucleus_keep(direct_definition)
+    out = capsys.readouterr().out
+    assert "far too long" in out and "O(V^2)" in out, out
+    assert not re.search(r"about [\d,]{4,} s\b", out), out  # no seven-digit count of seconds
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [(90, "about 2 minutes"), (4_000, "about 67 minutes"), (9_000, "about 2 hours"), (3_491_008, "about 6 weeks")],
+)
+def test_durations_are_said_as_magnitudes(seconds, words):
+    assert ex04.duration_words(seconds) == words
+
+
+def fixed_with_two_softmaxes(logits, p=0.9):  # hint (2) read literally: the threshold from the sorted softmax,
+    sorted_indices = np.argsort(logits)[::-1]  # compared with the probabilities of a second softmax call
+    sorted_probs = specdec.softmax(logits[sorted_indices])
+    mass_above = np.concatenate([[0.0], np.cumsum(sorted_probs)[:-1]])
+    cutoff = np.searchsorted(mass_above, p, side="left")
+    probs = specdec.softmax(logits)  # token order: the sums add in another order, the last bit differs
+    return np.where(probs >= sorted_probs[cutoff - 1], logits, -np.inf)
+
+
+def test_fixed_filter_names_two_softmax_calls_and_keeps_the_arrays_short(capsys):
+    assert not ex04.check_fixed_nucleus_filter(fixed_with_two_softmaxes)
+    out = capsys.readouterr().out
+    for words in ["two probability arrays come from different softmax calls", "last bit", "compare within it"]:
+        assert words in diagnosis_of(out), out
+    assert out.count("\n") == 1, out
+    assert "expected to keep tokens [3, 5, 11, 12, 15, 16], got [5, 11, 12, 15, 16]" in out, out
+    assert len(out) < 900, out  # the 20 logits once, not three arrays of 20 values
+
+
+def test_fixed_filter_blog_rule_is_told_the_crossing_token_is_missing(capsys):
+    assert not ex04.check_fixed_nucleus_filter(blog_nucleus_filter)
+    words = diagnosis_of(capsys.readouterr().out)
+    assert "keeps 0 tokens where the nucleus has 1" in words and "crossing token" in words, words
+
+
+def notebook_prose() -> str:
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "04_top_p.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+
+
+def test_the_hints_name_the_same_array_and_show_take_along_axis():
+    prose = notebook_prose()
+    assert "from the same array" in prose  # exercise 2's hint (2): one softmax call, not two
+    assert "np.take_along_axis(np.array(" in prose  # exercise 1's hint: a one-line example

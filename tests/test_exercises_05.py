@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers import copy_of
 from helpers import load_solution as load
 
 import specdec
@@ -82,6 +83,26 @@ def divides_before_subtracting_max(logits, params):  # (x / T) - max: a tiny T o
     return softmax(specdec.min_p_filter(nucleus(z, params.top_p), params.min_p))
 
 
+def divides_without_subtracting_max(logits, params):  # x / T straight into the filters: 2 / 1e-308 is +inf
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature == 0:
+        return softmax(x, 0)
+    with np.errstate(over="ignore"):
+        z = x / params.temperature
+    if params.top_k is not None:
+        z = top_k_filter(z, params.top_k)
+    return softmax(specdec.min_p_filter(nucleus(z, params.top_p), params.min_p))
+
+
+def nan_at_temperature_zero(logits, params):  # right for T > 0; at T = 0 its own softmax of (x - max) / 0 is NaN
+    x = np.asarray(logits, dtype=np.float64)
+    if params.temperature > 0:
+        return pipeline_solution.pipeline_probs(x, params)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weights = np.exp((x - x.max(axis=-1, keepdims=True)) / params.temperature)
+        return weights / weights.sum(axis=-1, keepdims=True)
+
+
 def ignores_min_p(logits, params):
     return pipeline_solution.pipeline_probs(logits, SamplingParams(params.temperature, params.top_k, params.top_p))
 
@@ -141,8 +162,8 @@ def delegates_pipeline_to_the_composition(logits, params):
     return specdec.pipeline.composed_sampling_probs(logits, params)
 
 
-def delegates_pipeline_to_the_checker(logits, params):
-    return ex05.reference_pipeline(logits, params)
+def delegates_pipeline_to_the_checker(logits, params):  # the checker's reference, under the checker's name
+    return ex05.REFERENCE_PROBS(logits, params)
 
 
 def float64_from_float32_arithmetic(logits, params):  # float64 dtype, but computed in float32 (about 7 digits)
@@ -158,8 +179,8 @@ def test_pipeline_solution_passes():
     assert ex05.check_pipeline_probs(pipeline_solution.pipeline_probs)
 
 
-def test_pipeline_reference_passes():
-    assert ex05.check_pipeline_probs(ex05.reference_pipeline)
+def test_the_checkers_reference_is_the_one_composed_pipeline():  # each oracle once: notebook 05's definition
+    assert ex05.REFERENCE_PROBS is specdec.pipeline.composed_sampling_probs
 
 
 def filters_without_special_cases(logits, params):  # only top_k=None skipped: top_p=1 and min_p=0 keep everything
@@ -177,7 +198,8 @@ def test_disabled_top_p_and_min_p_need_no_special_case():  # what Exercise 1's s
 
 
 def test_the_exported_composition_passes():  # notebook 05's reference implementation, shown after the exercise
-    assert ex05.check_pipeline_probs(specdec.pipeline.composed_sampling_probs)
+    assert ex05.check_pipeline_probs(copy_of(specdec.pipeline.composed_sampling_probs))
+    assert not ex05.check_pipeline_probs(specdec.pipeline.composed_sampling_probs)  # the reference itself
 
 
 @pytest.mark.parametrize(
@@ -189,6 +211,8 @@ def test_the_exported_composition_passes():  # notebook 05's reference implement
         temperature_last,
         divides_by_zero,
         divides_before_subtracting_max,
+        divides_without_subtracting_max,
+        nan_at_temperature_zero,
         ignores_min_p,
         min_p_absolute,
         min_p_before_temperature,
@@ -214,7 +238,7 @@ def test_pipeline_refuses_delegation(wrong, capsys):
     assert "calls" in out
     assert "build the pipeline from top_k_filter, top_p_filter, min_p_filter and softmax" in out  # what Ex1 asks
     assert specdec.sampling_probs([0.0, 0.0]).tolist() == [0.5, 0.5]  # restored
-    assert ex05.reference_pipeline(np.zeros(2), SamplingParams()).tolist() == [0.5, 0.5]
+    assert ex05.REFERENCE_PROBS(np.zeros(2), SamplingParams()).tolist() == [0.5, 0.5]
 
 
 def test_a_precision_failure_says_so(capsys):
@@ -258,6 +282,24 @@ def test_a_crash_on_a_batch_says_where_to_find_its_arguments(capsys):
     assert (
         "only one row" in (out := capsys.readouterr().out) and "(the exact arguments: ex05.pipeline_cases()[7])" in out
     )
+    assert "temperature 0" not in out and "overflowed" not in out  # no temperature trap in this case
+
+
+def test_the_temperature_traps_are_named_only_on_their_own_cases(capsys):
+    def crashes_with_inf(logits, params):  # an inf error on the very first case (T = 1): no trap there
+        raise ValueError("logits contains +inf")
+
+    assert not ex05.check_pipeline_probs(crashes_with_inf)
+    out = capsys.readouterr().out
+    assert "raised ValueError: logits contains +inf" in out and "temperature 0" not in out and "x / T" not in out
+
+
+def test_a_nan_at_temperature_zero_names_the_division_not_an_empty_row(capsys):
+    with np.errstate(all="ignore"):
+        assert not ex05.check_pipeline_probs(nan_at_temperature_zero)
+    out = capsys.readouterr().out
+    assert "at temperature 0 your code divided by T (T = 0 means greedy: one-hot on the first maximum): got NaN" in out
+    assert "no token survived" not in out
 
 
 @pytest.mark.parametrize("checker", [ex05.check_pipeline_probs, ex05.check_fixed_top_k_top_p, ex05.check_which_order])
@@ -464,12 +506,21 @@ def test_which_order_rejects(wrong, capsys):
 def test_which_order_names_the_type_with_the_right_article(capsys):
     assert not ex05.check_which_order(returns_an_index)
     out = capsys.readouterr().out
-    assert "(an int)" in out and "(a int)" not in out
+    assert "returned an int, not a string" in out and "a int" not in out
 
 
-def test_which_order_names_a_missing_return(capsys):
-    assert not ex05.check_which_order(lambda logits, params, probs: None)
-    assert "returned None (is a `return` missing?)" in capsys.readouterr().out
+def test_which_order_names_a_missing_return_or_no_order_matched(capsys):  # a loop where no order matched
+    def loop_that_matches_nothing(logits, params, probs):  # compares with the temperature forgotten: never equal
+        for order in order_solution.ORDERS:
+            if np.allclose(
+                order_solution.apply_in_order(logits, SamplingParams(1.0, params.top_k, 0.999), order), probs
+            ):
+                return order
+
+    assert not ex05.check_which_order(loop_that_matches_nothing)
+    out = capsys.readouterr().out
+    assert "returned None: a `return` is missing, or none of your three orders reproduced `probs`" in out
+    assert "(compare the kept sets `probs > 0` first)" in out
 
 
 def test_fixed_names_a_missing_return(capsys):
@@ -487,3 +538,57 @@ def test_which_order_refuses_the_checkers_own_orders(capsys):
 def test_every_order_is_an_answer_in_the_cases():
     answers = [answer for *_, answer in ex05.which_order_cases()]
     assert set(answers) == set(ex05.ORDERS)
+
+
+# --- every message: the diagnosis first, the arrays after ----------------------------------------
+
+PIPELINE = ex05.check_pipeline_probs
+FIXED = ex05.check_fixed_top_k_top_p
+ORDER = ex05.check_which_order
+DIAGNOSES = [  # (checker, wrong answer, the words that must come before the message's first array)
+    (PIPELINE, no_renormalisation, "kept tokens"),
+    (PIPELINE, top_p_before_top_k, "kept tokens"),
+    (PIPELINE, temperature_last, "kept tokens"),
+    (PIPELINE, divides_by_zero, "at temperature 0 your code divided by T (T = 0 means greedy: one-hot on the first"),
+    (PIPELINE, divides_before_subtracting_max, "x / T overflowed to inf for T = 1e-308: subtract the row maximum"),
+    (PIPELINE, divides_without_subtracting_max, "x / T overflowed to inf for T = 1e-308: subtract the row maximum"),
+    (PIPELINE, nan_at_temperature_zero, "at temperature 0 your code divided by T"),
+    (PIPELINE, ignores_min_p, "kept tokens"),
+    (PIPELINE, min_p_absolute, "kept tokens"),
+    (PIPELINE, min_p_before_temperature, "kept tokens"),
+    (PIPELINE, greedy_last_maximum, "kept tokens"),
+    (PIPELINE, exactly_k_tokens, "kept tokens"),
+    (PIPELINE, batch_maximum, "a whole row became -inf at T = 1e-308: subtract each row's own maximum"),
+    (PIPELINE, float64_from_float32_arithmetic, "right only to about float32 precision (compute in float64"),
+    (PIPELINE, float32_result, "returned float32 probabilities where float64 is asked"),
+    (PIPELINE, forgets_return, "returned None (is a `return` missing?)"),
+    (PIPELINE, wrong_in_one_batch_row, "kept tokens"),
+    (PIPELINE, ignores_the_temperature_once_filtered, "same kept tokens, wrong probabilities"),
+    (PIPELINE, delegates_pipeline_to_sampling_probs, "your function calls sampling_probs"),
+    (PIPELINE, delegates_pipeline_to_the_checker, "your function calls"),
+    (FIXED, renormalise_at_the_end_only, "kept tokens"),
+    (FIXED, fix_that_breaks_ties, "kept tokens"),
+    (FIXED, fix_with_inclusive_cumsum, "no token survived (an all-zero row), so the final division is 0/0: got NaN"),
+    (FIXED, fix_with_less_or_equal, "kept tokens"),
+    (FIXED, delegates_to_the_checker, "your function calls top_k_top_p"),
+    (ORDER, always_the_right_order, "you said 'temperature, top-k, top-p', but this output came from"),
+    (ORDER, two_orders_only, "you said"),
+    (ORDER, returns_an_index, "returned an int, not a string"),
+    (ORDER, ignores_the_temperature, "you said"),
+    (ORDER, returns_an_array, "returned a numpy array, not a string"),
+    (ORDER, delegates_to_the_checkers_orders, "your function calls filtered_in_order"),
+]
+
+
+@pytest.mark.parametrize(("checker", "wrong", "words"), DIAGNOSES, ids=[w.__name__ for _, w, _ in DIAGNOSES])
+def test_every_message_says_what_is_wrong_before_any_array(checker, wrong, words, capsys):
+    """A counterexample's arrays (up to 64 logits) come after the one-line diagnosis, never before it."""
+    with np.errstate(all="ignore"):
+        assert not checker(wrong)
+    message = capsys.readouterr().out.split(": ", 1)[1]  # without the "✗ name: " prefix
+    first_words = ("kept tokens", "same kept", "got NaN", "right only", "your function", "raised", "you")
+    assert message.startswith((*first_words, "at temperature 0", "x / T", "a whole row", "no token survived"))
+    before_arrays = message.split("[", 1)[0]
+    assert words in before_arrays, message
+    if "(for " in message:  # the input comes last, in parentheses (checkers.located)
+        assert message.index("(for ") > message.index(words)

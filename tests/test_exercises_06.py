@@ -118,6 +118,21 @@ def computes_in_float16(log_probs):  # right to about three digits only
     return np.float16(bits), 2.0 ** float(np.float16(bits))
 
 
+def rounds_through_float32(log_probs):  # float32 arithmetic, returned as Python floats: 7 digits only
+    bits = float(-np.asarray(log_probs, dtype=np.float32).mean() / math.log(2))
+    return bits, 2.0**bits  # 2 ** 577.79938 is 8.608829e+173, not 8.608748e+173
+
+
+def float32_bits_float64_perplexity(log_probs):  # the bits a float32 scalar, the perplexity computed from them
+    bits = -np.asarray(log_probs, dtype=np.float32).mean() / np.float32(math.log(2))
+    return bits, 2.0 ** float(bits)
+
+
+def mean_in_the_input_dtype(log_probs):  # seen in a learner read: a float32 input's mean is taken in float32
+    bits = -np.asarray(log_probs).mean() / np.log(2)  # float64 division, but of a float32 mean
+    return bits, 2.0**bits
+
+
 def test_bits_solution_passes():
     assert ex06.check_bits_and_perplexity(bits_solution.bits_and_perplexity)
 
@@ -142,6 +157,9 @@ def test_bits_solution_passes():
         computes_in_float32,
         keeps_the_float32_dtype,
         computes_in_float16,
+        rounds_through_float32,
+        float32_bits_float64_perplexity,
+        mean_in_the_input_dtype,
     ],
 )
 def test_bits_rejects(wrong, capsys):
@@ -174,6 +192,59 @@ def test_bits_messages_name_the_precision(capsys):
     ex06.check_bits_and_perplexity(computes_in_float16)
     out = capsys.readouterr().out
     assert "right only to float16 precision" in out and "float64 is asked" in out
+
+
+def diagnosis(out: str) -> str:
+    """The checker's message without its '✗ name: ' prefix."""
+    return out.split(": ", 1)[1]
+
+
+@pytest.mark.parametrize("wrong", [rounds_through_float32, float32_bits_float64_perplexity])
+def test_bits_float32_arithmetic_is_named_first(wrong, capsys):
+    """Seen in a learner read: an answer computed in float32 and returned as Python floats was told "the bits
+    are right, but expected perplexity ...", as if 2 ** bits were the slip. The cause comes first now."""
+    assert not ex06.check_bits_and_perplexity(wrong)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith("your function computes in float32 arithmetic"), message
+    assert "float32's 7 digits" in message and "compute in float64" in message
+    assert "the bits are right" not in message
+
+
+def test_bits_a_float32_mean_is_named_first(capsys):
+    """Seen in a learner read: -np.asarray(x).mean() / np.log(2) averages a float32 input in float32 and passed
+    (float32 means of two entries are exact enough). Many float32 entries show it, and the message says why."""
+    assert not ex06.check_bits_and_perplexity(mean_in_the_input_dtype)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith("your function computes in float32 arithmetic"), message
+    assert "np.mean of a float32 array averages in float32" in message and "compute in float64" in message
+    assert "float32, shape (4096,))" in message  # the input, last
+
+
+def test_bits_a_mean_per_row_is_named_first(capsys):
+    """Seen in a learner read: mean(axis=-1) gave one figure per row, and the message showed arrays only."""
+    assert not ex06.check_bits_and_perplexity(mean_over_the_last_axis)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith("your function returned bits of shape (2,) where one number is asked"), message
+    assert "average over every entry" in message
+
+
+@pytest.mark.parametrize(
+    ("wrong", "first_words"),
+    [
+        (nats_not_bits, "your bits are the mean of -ln p, in nats"),
+        (total_not_mean, "your bits are the total over every token"),
+        (perplexity_as_exp_of_bits, "your perplexity is e ** bits"),
+        (perplexity_two_to_the_nats, "your perplexity is 2 to the nats"),
+        (keeps_the_float32_dtype, "your function computes in float32, which overflows"),
+        (computes_in_float16, "your function returned float16 bits"),
+        (first_row_only, "wrong bits per token"),
+    ],
+)
+def test_bits_messages_say_the_cause_first_and_the_input_last(wrong, first_words, capsys):
+    assert not ex06.check_bits_and_perplexity(wrong)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith(first_words), message
+    assert message.rstrip().endswith(")") and "(log_probs " in message, message
 
 
 def test_bits_known_values():
@@ -261,6 +332,18 @@ def stops_at_the_end_token(model, prompt_tokens, max_new_tokens, params, rng):  
     return new
 
 
+def first_token_from_row_zero(model, prompt_tokens, max_new_tokens, params, rng):  # [0] where [-1] is meant
+    if max_new_tokens == 0:
+        return []
+    state, new = model.start(), []
+    logits = model.score(prompt_tokens, state)[0]  # the distribution after the prompt's *first* token
+    while True:
+        new.append(int(sample_token(logits, params, rng)))
+        if len(new) == max_new_tokens:
+            return new
+        logits = model.score(new[-1:], state)[0]
+
+
 def delegates_to_generate(model, prompt_tokens, max_new_tokens, params, rng):  # the right tokens, written by generate
     return generate(model, prompt_tokens, max_new_tokens, params, rng).tokens.tolist()
 
@@ -314,6 +397,7 @@ def test_generate_matches_specdec_generate():
         plain_softmax_draw,
         scores_the_prompt_when_nothing_is_asked,
         stops_at_the_end_token,
+        first_token_from_row_zero,
         delegates_to_generate,
         delegates_to_specdec_generate,
         a_generator_of_its_own,
@@ -342,7 +426,24 @@ def test_generate_input_mutation_message(capsys):
 
 def test_generate_end_token_message(capsys):
     ex06.check_generate_tokens(stops_at_the_end_token)
-    assert "no end token" in capsys.readouterr().out
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith("your tokens stop after token 0") and "no end token" in message
+    assert message.rstrip().endswith(")") and "(prompt_tokens " in message
+
+
+def test_generate_row_zero_of_the_prompts_logits_is_named(capsys):
+    """Seen in a learner read: the first token drawn from row 0 of the prompt's logits got only the tokens."""
+    assert not ex06.check_generate_tokens(first_token_from_row_zero)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith("the first new token must come from the last row of the prompt's logits ([-1])")
+    assert "row 0 is the distribution after the prompt's first token" in message
+    assert message.rstrip().endswith(")") and "(prompt_tokens " in message
+
+
+def test_generate_call_count_message_comes_first(capsys):
+    ex06.check_generate_tokens(prompt_token_by_token)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith("the right tokens, but") and "model calls where" in message
 
 
 # --- Exercise 3: bigram_probs -------------------------------------------------------------------
@@ -450,6 +551,31 @@ def test_bigram_messages_say_dtype_in_words(capsys):
     assert "(uint8)" in out
     assert "right for the same tokens as int64" in out and "tokens[:-1] * vocab_size overflows uint8" in out
     assert "convert the tokens to int64 first" in out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "first_words", "words"),
+    [
+        (  # seen in a learner read: the mistake the hint names, told only "a wrong probability"
+            buffered_add,
+            "a pair that occurs more than once was counted once",
+            "fancy-indexed += adds 1 per distinct index; use np.add.at or np.bincount",
+        ),
+        (transposed, "your table is transposed: row a is the token before", "P(next b | previous a)"),
+        (normalises_columns, "your columns sum to 1, not your rows", "axis=1"),
+        (
+            divide_by_occurrences,
+            "row 1 of your table sums to 0.8, not 1",
+            "token 1 is the last token: its row counts only tokens that have a follower, tokens[:-1]",
+        ),
+    ],
+)
+def test_bigram_messages_name_the_slip_first(wrong, first_words, words, capsys):
+    assert not ex06.check_bigram_probs(wrong)
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith(first_words), message
+    assert words in message
+    assert message.rstrip().endswith(")") and "(tokens " in message
 
 
 def test_bigram_rows_are_distributions():
@@ -626,3 +752,4 @@ def test_the_bug_report_names_a_position(capsys):
     ex06.check_cached_score(ex06.buggy_score)
     out = capsys.readouterr().out
     assert "score 3, then score 4" in out and "(position 3)" in out
+    assert diagnosis(out).startswith("row 0 (position 3) differs from a full recompute")

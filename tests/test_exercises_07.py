@@ -68,6 +68,10 @@ def rounded_to_two_decimals(alpha, gamma):  # the right sum, rounded for display
     return round(sum(alpha**j for j in range(gamma + 1)), 2)
 
 
+def counts_the_target_token_twice(alpha, gamma):  # the sum from j = 0 already holds the target's token; + 1 again
+    return 1 + sum(alpha**j for j in range(gamma + 1))
+
+
 def forgets_to_return(alpha, gamma):  # computes the sum and drops it
     sum(alpha**j for j in range(gamma + 1))
 
@@ -98,7 +102,11 @@ def test_tokens_per_call_solution_and_a_closed_form_pass():
         (closed_form_unguarded, "ZeroDivisionError"),
         (no_target_token, "expected"),
         (no_bonus_token, "expected"),
-        (guards_alpha_one_with_gamma, "alpha = 1.0, gamma = 1 expected 2"),
+        (
+            guards_alpha_one_with_gamma,
+            "exactly 1 token too few: the target's own token (the correction or the bonus) is missing: add 1"
+            " (for alpha = 1.0, gamma = 1: expected 2, got 1.0)",
+        ),
         (calls_the_reference, "calls expected_tokens"),
         (float16_sum, "float16"),
         (one_element_array, "shape (1,)"),
@@ -106,6 +114,8 @@ def test_tokens_per_call_solution_and_a_closed_form_pass():
         (float32_sum, "a float32 number: the value is right to float32's precision, but float64 is asked"),
         (rounded_to_two_decimals, "not within 1e-6"),
         (forgets_to_return, "got None"),
+        (counts_the_target_token_twice, "exactly 1 token too many: is the target's token counted twice?"),
+        (no_target_token, "exactly 1 token too few: the target's own token (the correction or the bonus) is missing"),
     ],
 )
 def test_tokens_per_call_wrong_answers_fail(wrong, said, capsys):
@@ -184,7 +194,7 @@ def test_best_gamma_solution_passes():
         (ties_to_the_largest, "expected gamma"),
         (forgets_the_last_entry, "expected gamma"),
         (assumes_contiguous_f, "f has no cost"),
-        (candidates_in_dict_order, "{9: 9.0, 5: 5.0, 3: 3.0, 2: 2.0} expected gamma = 1"),
+        (candidates_in_dict_order, "expected gamma = 1, got 8"),
         (searches_gamma_1_to_15, "expected gamma = 31"),
         (returns_the_index, "expected gamma"),
         (returns_a_float, "an integer"),
@@ -262,6 +272,35 @@ def scans_a_fine_grid(gamma, c, f):  # brute force: every alpha on a grid of ste
     return None
 
 
+def scans_a_coarse_grid(gamma, c, f):  # a grid of step 1e-3: quick, but only as close as its step
+    for alpha in np.linspace(0, 1, 1001):
+        if predicted_speedup(float(alpha), gamma, c, f) >= 1:
+            return float(alpha)
+    return None
+
+
+def stops_bisecting_early(gamma, c, f):  # the ends checked, then halves until the interval is shorter than 1e-3
+    if predicted_speedup(0.0, gamma, c, f) >= 1:
+        return 0.0
+    if predicted_speedup(1.0, gamma, c, f) < 1:
+        return None
+    low, high = 0.0, 1.0
+    while high - low > 1e-3:
+        middle = (low + high) / 2
+        low, high = (low, middle) if predicted_speedup(middle, gamma, c, f) >= 1 else (middle, high)
+    return high
+
+
+@pytest.mark.parametrize("near", [scans_a_coarse_grid, stops_bisecting_early])
+def test_break_even_alpha_near_but_not_within_1e6_is_told_to_bisect(near, capsys):
+    assert not ex07.check_break_even_alpha(near)
+    message = capsys.readouterr().out.split(": ", 1)[1]
+    assert (
+        message.startswith("off by ") and "but 1e-6 is asked: bisect until the interval is shorter than 1e-7" in message
+    )
+    assert "(for gamma = 4, c = 0.05, f = (lambda n: 1.0): a round costs 1.2 target steps; expected 0.1667" in message
+
+
 def indexes_f(gamma, c, f):  # treats f as a dict only: f[n] fails when f is a function
     return break_even_solution.break_even_alpha(gamma, c, {gamma + 1: f[gamma + 1]})
 
@@ -326,3 +365,32 @@ def test_the_accelerator_answer_in_the_notebook():
 def test_a_stub_is_not_attempted_yet(checker, capsys):
     assert not checker(stub)
     assert "not attempted yet" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "checker, wrong, diagnosis, case",
+    [
+        (ex07.check_tokens_per_call, independent_acceptances, "expected 1.75, got 2.0", "(for alpha = 0.5, gamma = 2)"),
+        (
+            ex07.check_tokens_per_call,
+            counts_the_target_token_twice,
+            "exactly 1 token too many",
+            "(for alpha = 0.5, gamma = 1: expected 1.5, got 2.5)",
+        ),
+        (ex07.check_break_even_alpha, scans_a_coarse_grid, "off by 2.3e-04", "(for gamma = 4, c = 0.05, f = "),
+        (
+            ex07.check_tokens_per_call,
+            float32_sum,
+            "got np.float32(1.5), a float32",
+            "(for alpha = 0.5, gamma = 1, expected 1.5)",
+        ),
+        (ex07.check_best_gamma, most_tokens, "expected gamma = ", "(for alpha = 0.8, c = 0.05, f = "),
+        (ex07.check_best_gamma, returns_a_float, "got ", "an integer (expected gamma = "),
+        (ex07.check_break_even_alpha, ignores_the_draft_cost, "expected 0.1", "(for gamma = 4, c = 0.05, f = "),
+    ],
+)
+def test_every_message_says_what_is_wrong_first_then_the_case(checker, wrong, diagnosis, case, capsys):
+    assert not checker(wrong)
+    message = capsys.readouterr().out.split(": ", 1)[1]
+    assert message.startswith(diagnosis), message
+    assert case in message, message

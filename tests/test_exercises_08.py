@@ -146,6 +146,16 @@ def min_with_a_key(drafts, target_argmax):  # min(..., key=...) calls a Python f
     return n, np.asarray(list(drafts)[:n] + [target_argmax[n]], dtype=np.int64)
 
 
+def emits_a_list(drafts, target_argmax):  # the right tokens, as a Python list (the notebook's loop reference's kind)
+    n, emitted = accept_solution.accept_greedy(drafts, target_argmax)
+    return n, emitted.tolist()
+
+
+def emits_int32(drafts, target_argmax):  # the right tokens, as int32
+    n, emitted = accept_solution.accept_greedy(drafts, target_argmax)
+    return n, emitted.astype(np.int32)
+
+
 def test_accept_solution_passes():
     assert ex08.check_accept_greedy(accept_solution.accept_greedy)
 
@@ -181,6 +191,8 @@ def test_accept_names_the_loop_and_the_dtype(capsys):
         recursive_count,
         pops_the_bonus,
         appends_a_sentinel,
+        emits_a_list,
+        emits_int32,
     ],
 )
 def test_accept_rejects(wrong, capsys):
@@ -195,12 +207,32 @@ def test_accept_rejects(wrong, capsys):
         (calls_a_looping_helper, "a `while` loop (line 3 of `first_mismatch`, which it calls)"),
         (recursive_count, "recursion"),
         (pops_the_bonus, "changed its input `target_argmax` in place: it was [5, 7, 9, 2] and is now [5, 7, 9]"),
-        (appends_a_sentinel, "changed its input `drafts` in place: it was [5, 7, 9] and is now [ 5,  7,  9, -1]"),
+        (appends_a_sentinel, "changed its input `drafts` in place: it was [5, 7, 9] and is now [ 5, 7, 9, -1]"),
     ],
 )
 def test_accept_names_a_hidden_loop_or_a_changed_input(wrong, expected, capsys):
     ex08.check_accept_greedy(wrong)
     assert expected in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "wrong, diagnosis",
+    [
+        (emits_a_list, "your function returned a list where a numpy array is asked (tokens to emit, dtype int64"),
+        (emits_int32, "your function returned int32 tokens to emit where int64 is asked"),
+    ],
+)
+def test_accept_asks_for_an_int64_array_diagnosis_first(wrong, diagnosis, capsys):
+    assert not ex08.check_accept_greedy(wrong)
+    message = capsys.readouterr().out.split(": ", 1)[1]
+    assert message.startswith(diagnosis) and "(for drafts [5, 7, 9] (gamma = 3)" in message, message
+
+
+def test_the_statement_says_emitted_is_an_int64_array():
+    """The checker refuses a list for `emitted`: the exercise says so before the learner writes one."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    statement = next(cell.source for cell in notebook.cells if cell.source.startswith("### Exercise 1"))
+    assert "int64 numpy" in statement and "refuses a list" in statement
 
 
 def test_accept_known_values():
@@ -256,7 +288,9 @@ def test_lengths_rejects(wrong, capsys):
 
 def test_lengths_message_names_the_full_accept_case(capsys):
     ex08.check_cache_lengths(draft_like_target)
-    assert "every draft accepted" in capsys.readouterr().out
+    message = capsys.readouterr().out.split(": ", 1)[1]
+    assert message.startswith("expected (target_length, draft_length) = (68, 67), got (68, 68)"), message
+    assert message.endswith("(for sequence_length 64, gamma 4, n_accepted 4: every draft accepted)\n"), message
 
 
 class LoggedState:
@@ -551,6 +585,8 @@ def test_the_bug_shows_as_a_divergence_from_greedy(capsys):
     ex08.check_speculative_greedy(ex08.buggy_speculative_greedy)
     out = capsys.readouterr().out
     assert "differs from plain greedy" in out and "raised" not in out
+    message = out.split(": ", 1)[1]  # the diagnosis first, the case after
+    assert message.startswith("token ") and "(with the bundled n-gram draft, gamma 4, max_new_tokens 40" in message
 
 
 def test_the_bug_hides_when_every_draft_is_accepted():

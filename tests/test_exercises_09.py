@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 import pytest
-from helpers import load_solution
+from helpers import copy_of, load_solution
 
 import specdec
 from checkers import ex09
@@ -83,7 +83,8 @@ def unguarded_where(p, q):  # right values, but 0 / 0 in the branch np.where thr
 
 def test_residual_solution_passes():
     assert ex09.check_residual_distribution(residual_solution.residual_distribution)
-    assert ex09.check_residual_distribution(residual_distribution)
+    assert ex09.check_residual_distribution(copy_of(residual_distribution))
+    assert not ex09.check_residual_distribution(residual_distribution)  # the reference itself
 
 
 @pytest.mark.parametrize(
@@ -114,7 +115,8 @@ def test_residual_nan_is_explained(capsys):
 def test_residual_float32_is_said_to_be_a_precision_problem(capsys):
     ex09.check_residual_distribution(in_float32)
     out = capsys.readouterr().out
-    assert "returned float32 probabilities where float64 is asked (the values are right to float32" in out
+    assert "returned float32 probabilities where float64 is asked (compute in float64" in out
+    assert "casting the answer at the end keeps its rounding" in out and "only the dtype is wrong" not in out
 
 
 def keeps_the_input_dtype(p, q):  # right for float64 rows, but float32 rows give float32 back
@@ -128,10 +130,52 @@ def float32_arithmetic(p, q):  # float64 at the end, float32 on the way: right t
     return keeps_the_input_dtype(p, q).astype(np.float64)
 
 
+def float32_throughout(p, q):  # float64 rows turned into float32 first: float32 arithmetic, float32 answer
+    return keeps_the_input_dtype(np.asarray(p, dtype=np.float32), np.asarray(q, dtype=np.float32))
+
+
+def float32_throughout_cast_back(p, q):  # the same, cast to float64 at the end: the dtype is right, the digits not
+    return float32_throughout(p, q).astype(np.float64)
+
+
 def test_residual_float32_input_must_give_float64(capsys):
     assert not ex09.check_residual_distribution(keeps_the_input_dtype)
     out = capsys.readouterr().out
     assert "float32 rows" in out and "returned float32 probabilities" in out and "float64 is asked" in out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "said", "given_as_float32"),
+    [
+        # float32 rows, answer kept in their dtype: the cure is to compute in float64, not only to cast
+        (
+            keeps_the_input_dtype,
+            "returned float32 probabilities where float64 is asked (compute in float64,"
+            " np.asarray(p, dtype=np.float64), even for float32 rows",
+            True,
+        ),
+        # float64 rows computed in float32: the same cure, without the "even for float32 rows"
+        (
+            float32_throughout,
+            "returned float32 probabilities where float64 is asked (compute in float64,"
+            " np.asarray(p, dtype=np.float64): float32 holds about 6 digits",
+            False,
+        ),
+        # float32 arithmetic cast back to float64: the dtype is right, the values are float32's
+        (float32_throughout_cast_back, "the values are right only to about", False),
+        (float32_arithmetic, "the values are right only to about", True),
+    ],
+)
+def test_residual_float32_answers_are_told_their_cause_first(wrong, said, given_as_float32, capsys):
+    """Every float32 answer is told what is wrong and how to cure it, before the arrays it failed on."""
+    assert not ex09.check_residual_distribution(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ residual_distribution: ") and said in out
+    assert out.index(said) < out.index("(for ")  # the diagnosis first, the arrays after
+    assert ("(given as float32 rows)" in out) == given_as_float32
+    assert "only the dtype is wrong" not in out  # casting a float32 answer would not be enough
+    if "right only to about" in said:
+        assert "float32 arithmetic somewhere? compute in float64" in out
 
 
 def test_residual_float32_arithmetic_is_said_to_be_a_precision_problem(capsys):
@@ -150,6 +194,41 @@ def test_residual_warning_in_the_discarded_branch_is_explained(capsys):
     ex09.check_residual_distribution(unguarded_where)
     out = capsys.readouterr().out
     assert "RuntimeWarning" in out and "both branches" in out and "p = [" in out
+
+
+def swapped_by_hand(p, q):  # norm(max(0, q - p)), written out: where the draft over-offers
+    excess = np.maximum(np.asarray(q, dtype=np.float64) - np.asarray(p, dtype=np.float64), 0.0)
+    mass = excess.sum(axis=-1, keepdims=True)
+    return np.where(mass > 0, excess / np.where(mass > 0, mass, 1.0), p)
+
+
+def zeros_without_excess(p, q):  # 0 instead of p for a row with no excess
+    p = np.asarray(p, dtype=np.float64)
+    excess = np.maximum(p - np.asarray(q, dtype=np.float64), 0.0)
+    mass = excess.sum(axis=-1, keepdims=True)
+    return np.where(mass > 0, excess / np.where(mass > 0, mass, 1.0), 0.0)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "said"),
+    [
+        (
+            normalised_over_everything,
+            "row 0 of your output sums to 0.20, not 1: normalise each row by its own excess"
+            " (sum(axis=-1, keepdims=True)), not by the whole batch's",
+        ),
+        (not_normalised, "your output sums to 0.30, not 1: divide max(0, p - q) by its sum"),
+        (zeros_without_excess, "a row with p <= q everywhere must return p, not zeros"),
+        (uniform_fallback, "a row with p <= q everywhere (no excess to normalise) must return p itself"),
+        (absolute_difference, "your output is norm(|p - q|)"),
+        (swapped_by_hand, "your output is norm(max(0, q - p))"),
+    ],
+)
+def test_residual_mistakes_are_named_before_the_arrays(wrong, said, capsys):
+    assert not ex09.check_residual_distribution(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith(f"✗ residual_distribution: {said}"), out
+    assert out.index(said) < out.index("(for ")
 
 
 def test_residual_delegation_is_named(capsys):
@@ -211,13 +290,23 @@ def test_accepts_wrong_answers_fail(wrong, capsys):
 
 def test_accepts_less_or_equal_is_caught_at_p_zero(capsys):
     ex09.check_accepts(less_or_equal)
-    assert "u = 0.0, p_x = 0.0" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    said = "the test must be strict: u <= p/q accepts a token the target forbids when u = 0"
+    assert out.startswith(f"✗ accepts: {said}") and "u = 0.0, p_x = 0.0" in out
+    assert out.index(said) < out.index("(for u = ")
+
+
+def test_accepts_less_or_equal_only_where_p_is_positive_is_caught_at_u_equal_to_the_ratio(capsys):
+    assert not ex09.check_accepts(lambda u, p_x, q_x: p_x > 0 and u <= p_x / q_x)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ accepts: the test must be strict: u <= p/q accepts u equal to p/q")
+    assert "(for u = 0.5, p_x = 0.25, q_x = 0.5" in out
 
 
 # --- last_token (spot the bug) -------------------------------------------------------------
 
 
-def seed_fall_back(p_rows, q_rows, drafts, n_accepted):  # the seed: nothing after a rejection
+def blog_fall_back(p_rows, q_rows, drafts, n_accepted):  # the blog post: nothing after a rejection
     return p_rows[n_accepted] if n_accepted == len(drafts) else None
 
 
@@ -275,13 +364,31 @@ def test_skipping_the_bonus_is_refused_with_a_counterexample(capsys):
 
 def test_last_token_float32_is_said_to_be_a_precision_problem(capsys):
     assert not ex09.check_last_token(last_token_float32)
-    assert "returned float32 probabilities where float64 is asked" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "returned float32 probabilities where float64 is asked (compute in float64" in out
+    assert "np.asarray(p_rows, dtype=np.float64)" in out and "only the dtype is wrong" not in out
+
+
+def last_token_float32_arithmetic(p_rows, q_rows, drafts, n_accepted):  # the residual in float32, returned as float64
+    p, q = np.asarray(p_rows, dtype=np.float32), np.asarray(q_rows, dtype=np.float32)
+    if n_accepted == len(drafts):
+        return p[n_accepted].astype(np.float64)
+    excess = np.maximum(p[n_accepted] - q[n_accepted], np.float32(0))
+    return (excess / excess.sum() if excess.sum() > 0 else p[n_accepted]).astype(np.float64)
+
+
+def test_last_token_float32_arithmetic_is_not_called_a_wrong_distribution(capsys):
+    """Rows summing to 1 only to float32's precision: the cause is float32 arithmetic, not a wrong distribution."""
+    assert not ex09.check_last_token(last_token_float32_arithmetic)
+    out = capsys.readouterr().out
+    assert "right only to about" in out and "float32 arithmetic somewhere? compute in float64" in out
+    assert "not a distribution" not in out and "total variation" not in out
 
 
 @pytest.mark.parametrize(
     "wrong",
     [
-        seed_fall_back,
+        blog_fall_back,
         fall_back_to_p,
         fall_back_to_q,
         accepted_part,
@@ -298,13 +405,23 @@ def test_last_token_wrong_answers_fail(wrong, capsys):
 
 
 def test_last_token_reports_the_total_variation(capsys):
-    ex09.check_last_token(seed_fall_back)
+    ex09.check_last_token(blog_fall_back)
     out = capsys.readouterr().out
-    assert "total variation" in out and "three tokens" in out
+    assert "total variation" in out and "a three-token bigram language" in out
+    assert out.index("total variation") < out.index("(in a three-token")  # the diagnosis first
+
+
+def test_the_demo_of_the_blog_rule_does_not_give_the_answer_away(capsys):
+    """compare_last_token (the exercise's demo) shows the gap and the branch, not what the rule draws there."""
+    assert not ex09.compare_last_token(blog_fall_back)
+    out = capsys.readouterr().out
+    assert "total variation 0.1947" in out and "n_accepted = 0 (drafts[0] rejected): it returned None" in out
+    assert "residual" not in out and "the rule draws" not in out and "max(0, p - q)" not in out
+    assert ex09.compare_last_token(last_token_solution.last_token)
 
 
 def test_last_token_names_the_branch_that_is_wrong(capsys):
-    ex09.check_last_token(seed_fall_back)
+    ex09.check_last_token(blog_fall_back)
     out = capsys.readouterr().out
     assert "n_accepted = 0 (drafts[0] rejected)" in out and "returned None" in out and "the residual" in out
     ex09.check_last_token(bonus_off_by_one)
@@ -459,11 +576,92 @@ def accepts_when_p_at_least_q(draft_tokens, draft_probs, target_probs, rng):
     return np.append(tokens[:n], last).astype(np.int64), n
 
 
-@pytest.mark.parametrize("wrong", [for_loop_last_index, p_over_p_plus_q])
-def test_verify_rejecting_a_draft_with_ratio_at_least_one_is_named(wrong, capsys):
+def skips_rejected_drafts(draft_tokens, draft_probs, target_probs, rng):
+    """Tests every draft and keeps the accepted ones: a rejection in the middle does not stop the round."""
+    tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+    kept = [int(x) for i, x in enumerate(tokens) if rng.random() < p[i, x] / q[i, x]]
+    n = len(kept)
+    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
+    return np.append(np.array(kept, dtype=np.int64), last).astype(np.int64), n
+
+
+def counts_every_acceptance(draft_tokens, draft_probs, target_probs, rng):
+    """Tests every draft and counts the accepted ones: the prefix is right, n_accepted is not."""
+    tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+    n = sum(bool(rng.random() < p[i, x] / q[i, x]) for i, x in enumerate(tokens))
+    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
+    return np.append(tokens[:n], last).astype(np.int64), n
+
+
+def argmin_of_the_acceptances(draft_tokens, draft_probs, target_probs, rng):
+    """n = argmin(accepted): 0 when every draft is accepted (np.argmin of an all-True array is 0)."""
+    tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
+    gamma = tokens.size
+    accepted = rng.random(gamma) < p[np.arange(gamma), tokens] / q[np.arange(gamma), tokens]
+    n = int(np.argmin(accepted)) if gamma else 0
+    last = draw(p[n] if n == gamma else residual_distribution(p[n], q[n]), rng)
+    return np.append(tokens[:n], last).astype(np.int64), n
+
+
+@pytest.mark.parametrize(
+    ("wrong", "said"),
+    [
+        (
+            skips_rejected_drafts,
+            "draft 0 (token 1) was rejected, yet your function went on testing later drafts and kept some: at the"
+            " first rejection emit one residual token and stop",
+        ),
+        (
+            counts_every_acceptance,
+            "draft 0 was rejected (its uniform 0.99 is not below p/q = 0.5), yet your function went on testing"
+            " later drafts",
+        ),
+        (
+            argmin_of_the_acceptances,
+            "every ratio p/q is >= 1 here, so all 2 drafts are accepted",
+        ),
+        (one_uniform_per_round, "drafts are kept together too often: is u fresh for each draft?"),
+        (
+            bonus_from_the_last_draft_row,
+            "the bonus token follows target_probs[2], the row draft 2 was tested against; it must come from"
+            " target_probs[3]",
+        ),
+        (less_or_equal_in_the_block, "the test must be strict: u <= p/q accepts a token the target forbids when u = 0"),
+    ],
+)
+def test_verify_mistakes_are_named_before_the_arrays(wrong, said, capsys):
     assert not ex09.check_speculative_verify(wrong)
     out = capsys.readouterr().out
-    assert "whose ratio p/q" in out and "so it is always accepted" in out and "draft_tokens = [" in out
+    assert out.startswith(f"✗ speculative_verify: {said}"), out
+    assert out.index(said) < out.index("(for draft_tokens = ")
+    if wrong is counts_every_acceptance:
+        assert "at the first rejection emit one residual token and stop" in out
+    if wrong is argmin_of_the_acceptances:
+        assert "np.argmin of an all-True array is 0" in out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "said"),
+    [
+        (for_loop_last_index, "so all 2 drafts are accepted (n_accepted = 2, then a bonus token)"),
+        (p_over_p_plus_q, "so all 2 drafts are accepted (n_accepted = 2, then a bonus token)"),
+    ],
+)
+def test_verify_rejecting_a_draft_with_ratio_at_least_one_is_named(wrong, said, capsys):
+    assert not ex09.check_speculative_verify(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith(f"✗ speculative_verify: every ratio p/q is >= 1 here, {said}") and "draft_tokens = [" in out
+    if wrong is for_loop_last_index:
+        assert "After a full accept n_accepted is 2, not the last index 1" in out
+
+
+def test_verify_rejecting_one_draft_with_ratio_at_least_one_is_named():
+    """Where only some ratios are >= 1, the rejected one is named with its ratio."""
+    tokens, q_rows, p_rows = ex09.VERIFY_CASES["mostly accepted, with a bonus"]  # ratios 5/3 and 0.8
+    lasts = ex09.allowed_last_tokens(tokens, q_rows, p_rows)
+    emitted, why = ex09.read_output((np.array([1]), 0), tokens, q_rows, p_rows, lasts)
+    assert emitted is None and "it rejected draft 0 (token 1), whose ratio p/q" in why
+    assert "so it is always accepted" in why
 
 
 def test_verify_no_uniform_for_a_tested_draft_is_named(capsys):
@@ -516,13 +714,13 @@ def test_verify_refuses_token_ids_of_another_integer_dtype(capsys):
     ("wrong", "said"),
     [
         (one_uniform_per_round, "does not follow the exact law"),
-        (less_or_equal_in_the_block, "with every uniform equal to 0.0"),
+        (less_or_equal_in_the_block, "With every uniform equal to 0.0"),
         (resample_from_p, "under the residual"),
         (missing_bonus, "the bonus token, drawn from target_probs[2], is missing"),
         (always_accept, "must always be rejected"),
         (bonus_from_the_last_draft_row, "does not follow the exact law"),
         (delegates_verify, "calls speculative_verify"),
-        (specdec.speculative_verify, "calls verify_drawn"),
+        (specdec.speculative_verify, "you passed the package's speculative_verify itself"),
         (float_tokens, "returned float64 emitted tokens where int64 is asked"),
         (global_uniforms_non_strict, "draws from numpy's global random state"),
         (new_generator_non_strict, "draws from a generator other than the given `rng`"),

@@ -70,6 +70,10 @@ def delegates_to_the_harness(accepted, drafted):  # pooled_alpha is the referenc
     return harness.pooled_alpha(result)
 
 
+def a_rejection_every_round_in_numpy(accepted, drafted):  # the same mistake, as np.float64
+    return np.float64(sum(accepted)) / (sum(accepted) + len(accepted))
+
+
 def float32_alpha(accepted, drafted):  # the right number, in float32: about 7 digits instead of 16
     return np.float32(alpha_solution.estimate_alpha(accepted, drafted))
 
@@ -87,6 +91,7 @@ def test_estimate_alpha_solution_passes():
         compares_with_the_largest_gamma,
         zero_when_empty,
         gamma_of_the_first_round,
+        a_rejection_every_round_in_numpy,
         delegates_to_speculative_result,
         delegates_to_the_harness,
         float32_alpha,
@@ -100,7 +105,48 @@ def test_estimate_alpha_wrong_answers_fail(wrong, capsys):
 def test_the_naive_rate_is_caught_on_the_first_case(capsys):
     ex10.check_estimate_alpha(accepted_over_drafted)
     out = capsys.readouterr().out
-    assert "accepted_per_round = [1], drafted_per_round = [4] expected 0.5, got 0.25" in out
+    assert out.startswith("✗ estimate_alpha: that is accepted / drafted, which counts the drafts after a rejection")
+    assert "expected 0.5, got 0.25 (for accepted_per_round = [1], drafted_per_round = [4])" in out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "said"),
+    [
+        (a_rejection_every_round, "you counted a rejection in every round; a round that accepted all its g drafts"),
+        (a_rejection_every_round_in_numpy, "you counted a rejection in every round"),
+        (compares_with_the_largest_gamma, "compare each round's n with its own g: a round cut short at the end"),
+        (gamma_of_the_first_round, "compare each round's n with its own g"),
+    ],
+)
+def test_estimate_alpha_mistakes_are_diagnosed_first(wrong, said, capsys):
+    ex10.check_estimate_alpha(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith(f"✗ estimate_alpha: {said}"), out
+    assert out.index(said) < out.index("expected")
+
+
+def test_a_numpy_float_is_written_as_the_expected_value_is(capsys):
+    """got is written like expected (6 significant digits), not as np.float64(0.8)."""
+    ex10.check_estimate_alpha(a_rejection_every_round_in_numpy)
+    out = capsys.readouterr().out
+    assert "expected 1, got 0.8 (for accepted_per_round = [4], drafted_per_round = [4])" in out, out
+    assert "np.float64" not in out
+
+
+def test_every_counterexample_puts_the_diagnosis_before_the_input(capsys):
+    """The common policy: what is wrong first, the input it happened on last, in parentheses."""
+    for checker, wrong in [
+        (ex10.check_estimate_alpha, a_rejection_every_round),
+        (ex10.check_estimate_alpha, float32_alpha),
+        (ex10.check_acceptance_per_position, clamps_to_the_largest_gamma),
+        (ex10.check_best_gamma_by_position, constant_alpha),
+        (ex10.check_best_gamma_by_position, returns_a_float),
+        (ex10.check_best_gamma_by_position, ignores_the_number_of_rates),
+    ]:
+        checker(wrong)
+        out = capsys.readouterr().out.strip()
+        assert not out.split(": ", 1)[1].startswith("for "), out  # not the input first
+        assert out.endswith(")") and " (for " in out, out  # the input last
 
 
 def test_delegation_is_named_in_the_counterexample(capsys):
@@ -155,6 +201,24 @@ def reaches_one_past_the_end(accepted, drafted):  # n + 1 positions reached even
         return (kept / reached)[:gamma]
 
 
+def counts_n_plus_one(accepted, drafted):  # tested[: n + 1]: n + 1 positions reached, not capped at the round's g
+    gamma = max(drafted, default=0)
+    reached, kept = np.zeros(gamma), np.zeros(gamma)
+    for n in accepted:
+        reached[: n + 1] += 1
+        kept[:n] += 1
+    return np.where(reached > 0, kept / np.maximum(reached, 1), np.nan)
+
+
+def divides_by_the_rounds_that_drafted_i(accepted, drafted):  # a round that rejected earlier never reached i
+    gamma = max(drafted, default=0)
+    drafting, kept = np.zeros(gamma), np.zeros(gamma)
+    for n, g in zip(accepted, drafted, strict=True):
+        drafting[:g] += 1
+        kept[:n] += 1
+    return kept / np.maximum(drafting, 1)
+
+
 def reaches_only_accepted(accepted, drafted):  # forgets the rejected position: every rate is 1 or NaN
     gamma = max(drafted, default=0)
     reached = np.zeros(gamma)
@@ -165,6 +229,15 @@ def reaches_only_accepted(accepted, drafted):  # forgets the rejected position: 
 
 def zero_where_unreached(accepted, drafted):  # 0 instead of NaN: "never tested" shown as "always rejected"
     return np.nan_to_num(position_solution.acceptance_per_position(accepted, drafted), nan=0.0)
+
+
+def divides_into_zeros(accepted, drafted):  # the hint's np.divide(..., where=...), but into np.zeros: 0 where unreached
+    gamma = max(drafted, default=0)
+    reached, kept = np.zeros(gamma), np.zeros(gamma)
+    for n, g in zip(accepted, drafted, strict=True):
+        reached[: min(n + 1, g)] += 1
+        kept[:n] += 1
+    return np.divide(kept, reached, out=np.zeros(gamma), where=reached > 0)
 
 
 def clamps_to_the_largest_gamma(accepted, drafted):  # min(n + 1, gamma) with the largest gamma, not the round's own g
@@ -211,8 +284,11 @@ def test_acceptance_per_position_solution_passes():
     [
         divides_by_all_rounds,
         reaches_one_past_the_end,
+        counts_n_plus_one,
+        divides_by_the_rounds_that_drafted_i,
         reaches_only_accepted,
         zero_where_unreached,
+        divides_into_zeros,
         clamps_to_the_largest_gamma,
         positions_of_the_first_round,
         delegates_to_acceptance_by_position,
@@ -225,11 +301,46 @@ def test_acceptance_per_position_wrong_answers_fail(wrong, capsys):
     assert "✗ acceptance_per_position" in capsys.readouterr().out
 
 
-def test_a_rate_at_an_unreached_position_is_told_to_be_nan(capsys):
-    ex10.check_acceptance_per_position(zero_where_unreached)
-    assert "no round reached position(s)" in capsys.readouterr().out
-    ex10.check_acceptance_per_position(reaches_only_accepted)  # a different bug: no such hint
-    assert "no round reached" not in capsys.readouterr().out
+@pytest.mark.parametrize("wrong", [zero_where_unreached, divides_into_zeros])
+def test_a_rate_at_an_unreached_position_is_told_to_be_nan_first(wrong, capsys):
+    """The diagnosis leads: positions no round reached were never tested, so NaN is asked there, not 0."""
+    ex10.check_acceptance_per_position(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ acceptance_per_position: no round reached position(s) [3, 4], so no draft there was")
+    assert "asks for np.nan there, not 0" in out and "np.full(gamma, np.nan)" in out
+    assert out.index("not 0") < out.index("expected [")  # the mistake before the arrays
+    assert "0 / 0" not in out  # no division by zero happened: the zeros were written there
+
+
+@pytest.mark.parametrize("wrong", [divides_by_all_rounds, divides_by_the_rounds_that_drafted_i])
+def test_dividing_by_the_rounds_that_drafted_i_is_named_not_blamed_on_unreached_positions(wrong, capsys):
+    """On the first case it looks like 0 written where no round reached; the real mistake shows on the next one,
+    where every round drafted every position: dividing by all the rounds and by those that drafted i agree."""
+    ex10.check_acceptance_per_position(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "✗ acceptance_per_position: you counted every round that drafted position i (here, all the rounds);"
+        " a round that rejected an earlier draft never reached i: the rate at position i counts only the rounds"
+    ), out
+    assert "no round reached" not in out
+    assert "accepted_per_round = [4, 0], drafted_per_round = [4, 4]" in out
+
+
+@pytest.mark.parametrize("wrong", [reaches_one_past_the_end, counts_n_plus_one, clamps_to_the_largest_gamma])
+def test_reaching_past_the_rounds_own_g_is_named(wrong, capsys):
+    """A round that accepted all its g drafts (g below the largest) reached no position after them."""
+    ex10.check_acceptance_per_position(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "✗ acceptance_per_position: a round that drafted g reaches positions 1..min(n + 1, g), not n + 1"
+    ), out
+    assert "accepted_per_round = [4, 2], drafted_per_round = [4, 2]" in out
+
+
+def test_other_mistakes_get_no_unreached_hint(capsys):
+    ex10.check_acceptance_per_position(reaches_only_accepted)  # NaN where a rate exists: a different bug
+    out = capsys.readouterr().out
+    assert "no round reached" not in out and "divided by all" not in out
 
 
 def test_the_reasons_for_type_and_precision_are_said_in_words(capsys):
@@ -298,6 +409,20 @@ def returns_a_float(acceptance, c, f):  # the right gamma as 5.0: a number of dr
     return float(gamma_solution.best_gamma_by_position(acceptance, c, f))
 
 
+def without_the_leading_one(acceptance, c, f):  # E[tokens] = a1 + a1 a2 + ...: the target's own token forgotten
+    return max(candidates(acceptance, f), key=lambda g: float(np.cumprod(acceptance)[:g].sum()) / (g * c + f[g + 1]))
+
+
+def returns_the_argmax_index(acceptance, c, f):  # the index of the best gamma, which counts from 0
+    speedups = [(1 + float(np.cumprod(acceptance)[:g].sum())) / (g * c + f[g + 1]) for g in candidates(acceptance, f)]
+    return int(np.argmax(speedups))
+
+
+def mean_rate_in_the_closed_form(acceptance, c, f):  # the shortcut, with (1 - a**(g + 1)) / (1 - a): 0 / 0 at a = 1
+    alpha = float(np.mean(acceptance))
+    return max(candidates(acceptance, f), key=lambda g: (1 - alpha ** (g + 1)) / (1 - alpha) / (g * c + f[g + 1]))
+
+
 def ties_to_the_largest(acceptance, c, f):
     best, best_speedup = None, -math.inf
     for g in candidates(acceptance, f):
@@ -323,11 +448,48 @@ def test_best_gamma_by_position_solution_passes():
         ignores_the_number_of_rates,
         misses_the_largest_gamma,
         returns_a_float,
+        without_the_leading_one,
+        returns_the_argmax_index,
+        mean_rate_in_the_closed_form,
     ],
 )
 def test_best_gamma_by_position_wrong_answers_fail(wrong, capsys):
     assert not ex10.check_best_gamma_by_position(wrong)
     assert "✗ best_gamma_by_position" in capsys.readouterr().out
+
+
+HINTS = {
+    "one": "E[tokens] starts at 1, the target's own token: write E = 1 + np.cumprod(acceptance)[:gamma].sum()",
+    "index": "gamma counts from 1; an index from argmax counts from 0",
+    "mean": "that is the gamma the mean of the rates gives as one alpha, the shortcut the statement warns about",
+    "largest": "gamma = 4, the largest candidate, wins: the candidates run up to len(acceptance) included",
+}
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (without_the_leading_one, "one"),
+        (returns_the_argmax_index, "index"),
+        (mean_rate_as_one_alpha, "mean"),
+        (mean_rate_in_the_closed_form, "mean"),  # the falling rates come before the all-ones case (0 / 0)
+        (misses_the_largest_gamma, "largest"),
+        # the other mistakes fail first where no diagnosis fits: no hint, only the speedups
+        (constant_alpha, None),
+        (sums_instead_of_products, None),
+        (prices_with_f_of_gamma, None),
+        (ignores_the_draft_cost, None),
+        (ties_to_the_largest, None),
+        (ignores_the_number_of_rates, None),
+    ],
+)
+def test_best_gamma_mistakes_get_their_own_diagnosis_and_no_other(wrong, hint, capsys):
+    ex10.check_best_gamma_by_position(wrong)
+    out = capsys.readouterr().out
+    for name, words in HINTS.items():
+        assert (words in out) == (name == hint), (name, out)
+    if hint is not None:
+        assert out.startswith(f"✗ best_gamma_by_position: {HINTS[hint]}"), out  # the diagnosis first
 
 
 def test_a_float_gamma_is_rejected_in_words(capsys):

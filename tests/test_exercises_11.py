@@ -1,8 +1,10 @@
 """Notebook 11's exercise checker: the reference solution passes, realistic wrong answers and the stub fail."""
 
+import warnings
+
 import numpy as np
 import pytest
-from helpers import load_solution
+from helpers import copy_of, load_solution
 
 import specdec
 from checkers import ex11
@@ -48,7 +50,7 @@ def stops(w, q, p, weighted=True, row_shift=0, last="w", at_zero=1.0, first=1.0)
     for i in range(1, gamma):
         row = i - row_shift
         r = np.maximum((w[i] if weighted else 1.0) * p[row] - q[row], 0.0).sum()
-        denominator = r + 1.0 - w[i]
+        denominator = r + (1.0 - w[i])  # the statement's grouping: each wrong answer has one mistake
         if at_zero == "divide":
             h[i] = np.float64(r) / np.float64(denominator)  # 0 / 0 = nan (with a RuntimeWarning)
         else:
@@ -115,7 +117,7 @@ def python_floats_divide_by_zero(tokens, q, p):  # float(r) / float(0) raises Ze
     h = np.ones(w.size)
     for i in range(1, w.size - 1):
         r = float(np.maximum(w[i] * p[i] - q[i], 0.0).sum())
-        h[i] = r / (r + 1.0 - float(w[i]))
+        h[i] = r / (r + (1.0 - float(w[i])))
     h[-1] = w[-1]
     return w, h
 
@@ -172,7 +174,7 @@ def scales_p_in_place(tokens, q, p):  # right values, but p[i] *= w[i] writes ov
     for i in range(1, gamma):
         p[i] *= w[i]  # for float64 rows, p is the caller's array
         r = np.maximum(p[i] - q[i], 0.0).sum()
-        h[i] = r / (r + 1.0 - w[i]) if r + 1.0 - w[i] > 0 else 1.0
+        h[i] = r / (r + (1.0 - w[i])) if r + (1.0 - w[i]) > 0 else 1.0
     h[gamma] = w[gamma]
     return w, h
 
@@ -197,7 +199,7 @@ def vectorised(tokens, q, p):  # the ratios first, then w; the residuals of all 
     for i in range(gamma):
         w[i + 1] = min(1.0, ratio[i] * w[i])
     r = np.maximum(w[:gamma, None] * p[:gamma] - q, 0.0).sum(axis=-1)  # (gamma,)
-    denominator = r + 1.0 - w[:gamma]
+    denominator = r + (1.0 - w[:gamma])
     h = np.append(np.where(denominator > 0, r / np.where(denominator > 0, denominator, 1.0), 1.0), w[gamma])
     h[0] = 1.0
     return w, h
@@ -205,9 +207,40 @@ def vectorised(tokens, q, p):  # the ratios first, then w; the residuals of all 
 
 def test_the_solution_and_the_reference_pass(capsys):
     assert ex11.check_block_weights(solution.my_block_weights)
-    assert ex11.check_block_weights(block_weights)
+    assert ex11.check_block_weights(copy_of(block_weights))
     assert ex11.check_block_weights(vectorised)
     assert capsys.readouterr().out.count("✓ block_weights: all") == 3
+    assert not ex11.check_block_weights(block_weights)  # the reference itself, not a function of the learner's
+    assert capsys.readouterr().out.startswith("✗ block_weights: you passed the package's block_weights itself")
+
+
+def rounds_r_plus_one_first(tokens, q, p):  # R + 1 - w: where w_i = 1, (R + 1) - 1 is not R
+    w = weights(tokens, q, p)
+    q, p = np.asarray(q, dtype=np.float64), np.asarray(p, dtype=np.float64)
+    h = np.ones(w.size)
+    for i in range(1, w.size - 1):
+        r = np.maximum(w[i] * p[i] - q[i], 0.0).sum()
+        h[i] = r / (r + 1.0 - w[i]) if r + 1.0 - w[i] > 0 else 1.0
+    h[-1] = w[-1]
+    return w, h
+
+
+def test_where_w_is_one_the_solution_and_the_reference_give_h_exactly_one():
+    """R + (1 - w): where w_i = 1 the denominator is R_i itself, so h_i = 1 exactly (on `ba` and elsewhere)."""
+    ba, q, p = ex11.block_weights_cases()[1]
+    for w, h in (solution.my_block_weights(ba, q, p), block_weights(ba, q, p), vectorised(ba, q, p)):
+        assert w[1] == 1.0 and h[1] == 1.0
+    assert rounds_r_plus_one_first(ba, q, p)[1][1] == 1.0000000000000002  # a probability above 1
+
+
+def test_h_a_hair_above_one_where_w_is_one_is_refused(capsys):
+    """A learner who writes R + 1 - w: on the checker's `ba` case h_1 = 1.0000000000000002, refused by name."""
+    assert not ex11.check_block_weights(rounds_r_plus_one_first)
+    out = capsys.readouterr().out
+    said = "h_1 = 1.0000000000000002, not exactly 1: R + 1 - w rounds R + 1 first; write R + (1 - w)"
+    assert out.startswith("✗ block_weights: " + said)  # the diagnosis first
+    assert out.index(said) < out.index("(for tokens = [1, 0], q = [[")  # the arrays after, on one line
+    assert "\n" not in out.rstrip("\n")
 
 
 def test_the_paper_example_is_the_first_case():
@@ -265,6 +298,7 @@ def test_wrong_answers_fail_with_a_counterexample(wrong, said, capsys):
     assert not ex11.check_block_weights(wrong)
     out = capsys.readouterr().out
     assert out.startswith("✗ block_weights: ") and "(for tokens = [" in out and said in out
+    assert "\n" not in out.rstrip("\n")  # one line, the in-place message's arrays too
     assert out.index(said) < out.index("(for tokens = [")  # the diagnosis first, the arrays after
     assert "q = [[" in out and "p = [[" in out  # the inputs of the counterexample, in full
     assert "..." not in out and " at 0x" not in out
@@ -341,3 +375,26 @@ def test_an_h_gamma_equal_to_w_gamma_in_exact_arithmetic_is_accepted(capsys):
 def test_h_gamma_one_is_told_that_the_whole_block_is_kept_with_probability_w_gamma(capsys):
     assert not ex11.check_block_weights(h_gamma_is_one)
     assert "not 1" in capsys.readouterr().out
+
+
+def plain_where(tokens, q, p):
+    """The hint's remark: np.where(d > 0, R / d, 1.0) gives the right h but still computes 0 / 0 where d = 0."""
+    tokens, q, p = as_float64(tokens, q, p)
+    gamma = tokens.size
+    w = weights(tokens, q, p)
+    r = np.maximum(w[:gamma, None] * p[:gamma] - q, 0.0).sum(axis=-1)  # (gamma,)
+    d = r + (1.0 - w[:gamma])  # (gamma,)
+    h = np.append(np.where(d > 0, r / d, 1.0), w[gamma])
+    h[0] = 1.0
+    return w, h
+
+
+def test_a_plain_where_warns_outside_the_checker_only(capsys):
+    """The hint says a plain np.where still divides 0 by 0, "which numpy warns about outside the checker"."""
+    p_equals_q = next(case for case in ex11.block_weights_cases() if np.array_equal(case[1], case[2][:-1]))
+    with pytest.warns(RuntimeWarning, match="invalid value"):
+        plain_where(*p_equals_q)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning escaping the checker would fail here
+        assert ex11.check_block_weights(plain_where)
+    assert capsys.readouterr().out.startswith("✓ block_weights: all")

@@ -130,9 +130,9 @@ def test_states_are_independent_and_the_model_keeps_none(model, tokens):
 
 def test_a_cache_from_another_model_or_no_cache_is_refused(model, tokens):
     other = GPT(random_weights(), n_head=N_HEAD)
-    with pytest.raises(TypeError, match="KVCache from this model's start"):
+    with pytest.raises(TypeError, match="must be this model's KVCache, from its start"):
         model.score(tokens[:3], other.start())
-    with pytest.raises(TypeError, match="KVCache from this model's start"):
+    with pytest.raises(TypeError, match="must be this model's KVCache, from its start"):
         model.score(tokens[:3], None)
 
 

@@ -1,11 +1,13 @@
 """The benchmark harness (specdec/harness.py, written in notebook 10).
 
-Timings are machine-dependent, so for them only the bookkeeping is tested: totals, ratios and keys.
+Timings are machine-dependent, so for them only the bookkeeping is tested: totals, ratios and fields.
 Everything else is checked against hand computations: acceptance counts on hand-made rounds,
 held-out quality on a tiny table model whose probabilities are known exactly.
 """
 
+import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,8 +16,18 @@ from specdec import LanguageModel, SamplingParams, generate, speculative_generat
 from specdec.exact import TableModel
 from specdec.gpt import GPT, expected_shapes
 from specdec.harness import (
+    LOOP_FRACTION,
+    PARTS,
+    Breakdown,
+    GapFactors,
+    MeasuredCosts,
     Prediction,
+    Quality,
+    Repetition,
+    Summary,
+    SweepRow,
     TimedModel,
+    TimeSplit,
     acceptance_by_position,
     acceptance_counts,
     gap_factors,
@@ -26,6 +38,7 @@ from specdec.harness import (
     pooled_alpha,
     predict,
     repeated_fraction,
+    repetition,
     round_breakdown,
     seed_for,
     side_by_side,
@@ -40,11 +53,10 @@ from specdec.timing import expected_tokens, predicted_speedup
 GREEDY, T1 = SamplingParams(0.0), SamplingParams(1.0)
 
 
-def rounds(accepted, drafted) -> SpeculativeResult:
-    """A SpeculativeResult holding only per-round counts (what the acceptance functions read)."""
-    return SpeculativeResult(
-        np.zeros(0, dtype=np.int64), len(accepted), 0, sum(drafted), sum(accepted), 0.0, list(accepted), list(drafted)
-    )
+def rounds(accepted, drafted, seconds: float = 0.0) -> SpeculativeResult:
+    """A SpeculativeResult holding only per-round counts (what the acceptance functions read) and its seconds."""
+    tokens, counts = np.zeros(0, dtype=np.int64), (list(accepted), list(drafted))
+    return SpeculativeResult(tokens, len(accepted), 0, sum(drafted), sum(accepted), seconds, *counts)
 
 
 # --- acceptance --------------------------------------------------------------------------
@@ -114,25 +126,37 @@ PROMPTS = [np.array([1, 2, 3]), np.array([4, 5]), np.array([6, 7, 8, 9])]
 def test_side_by_side_bookkeeping(tiny_pair):
     target, draft = tiny_pair
     rows = side_by_side(target, draft, PROMPTS, 20, T1, gammas=[1, 3], seed=5)
-    assert [row["gamma"] for row in rows] == [1, 3]
+    assert [row.gamma for row in rows] == [1, 3]
     for row in rows:
-        spec, plain = row["speculative"], row["plain"]
+        assert isinstance(row, Summary)
+        spec, plain = row.speculative, row.plain
         assert len(spec) == len(plain) == len(PROMPTS)
-        assert row["tokens"] == len(PROMPTS) * 20 == sum(r.tokens.size for r in spec)
-        assert row["target_calls"] == sum(r.target_calls for r in spec)
-        assert row["tokens_per_call"] == pytest.approx(row["tokens"] / row["target_calls"])
-        assert row["plain_seconds"] == pytest.approx(sum(r.seconds for r in plain))
-        assert row["speculative_seconds"] == pytest.approx(sum(r.seconds for r in spec))
-        assert row["speedup"] == pytest.approx(row["speculative_tokens_per_second"] / row["plain_tokens_per_second"])
-        assert row["speedup"] == pytest.approx(row["plain_seconds"] / row["speculative_seconds"])
-        assert row["drafted"] == sum(r.drafted for r in spec)
-        assert row["accepted"] == sum(r.accepted for r in spec)
-        assert row["alpha"] == pytest.approx(pooled_alpha(spec))
-        assert row["acceptance_rate"] == pytest.approx(row["accepted"] / row["drafted"])
-        assert row["by_position"].shape == (row["gamma"],)
-        np.testing.assert_allclose(row["by_position"], acceptance_by_position(spec))
-        assert 1 <= row["tokens_per_call"] <= row["gamma"] + 1
-        assert 1 <= row["tokens_per_full_round"] <= row["gamma"] + 1
+        assert row.tokens == len(PROMPTS) * 20 == sum(r.tokens.size for r in spec)
+        assert row.target_calls == sum(r.target_calls for r in spec)
+        assert row.tokens_per_call == pytest.approx(row.tokens / row.target_calls)
+        plain_seconds, spec_seconds = sum(r.seconds for r in plain), sum(r.seconds for r in spec)
+        assert row.plain_tokens_per_second == pytest.approx(sum(r.tokens.size for r in plain) / plain_seconds)
+        assert row.speculative_tokens_per_second == pytest.approx(row.tokens / spec_seconds)
+        assert row.speedup == pytest.approx(row.speculative_tokens_per_second / row.plain_tokens_per_second)
+        assert row.speedup == pytest.approx(plain_seconds / spec_seconds)
+        assert row.drafted == sum(r.drafted for r in spec)
+        assert row.accepted == sum(r.accepted for r in spec)
+        assert row.alpha == pytest.approx(pooled_alpha(spec))
+        assert row.acceptance_rate == pytest.approx(row.accepted / row.drafted)
+        assert acceptance_by_position(spec).shape == (row.gamma,)
+        assert 1 <= row.tokens_per_call <= row.gamma + 1
+        assert row.costs is not None and row.costs.unit > 0
+
+
+def test_results_are_frozen_dataclasses_with_named_fields(tiny_pair):
+    target, draft = tiny_pair
+    row = side_by_side(target, draft, PROMPTS[:1], 8, T1, gammas=[2])[0]
+    for result in (row, row.costs):
+        assert dataclasses.is_dataclass(result)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            result.gamma = 3  # a result is read, not edited
+    with pytest.raises(TypeError):
+        row["speedup"]  # fields have names, not string keys
 
 
 def test_side_by_side_runs_what_it_says(tiny_pair):
@@ -142,9 +166,9 @@ def test_side_by_side_runs_what_it_says(tiny_pair):
     for i, prompt in enumerate(PROMPTS):
         plain = generate(target, prompt, 15, T1, seed_for(9, i))
         spec = speculative_generate(target, draft, prompt, 15, T1, 2, seed_for(9, i))
-        np.testing.assert_array_equal(row["plain"][i].tokens, plain.tokens)
-        np.testing.assert_array_equal(row["speculative"][i].tokens, spec.tokens)
-        assert row["speculative"][i].accepted_per_round == spec.accepted_per_round
+        np.testing.assert_array_equal(row.plain[i].tokens, plain.tokens)
+        np.testing.assert_array_equal(row.speculative[i].tokens, spec.tokens)
+        assert row.speculative[i].accepted_per_round == spec.accepted_per_round
 
 
 @pytest.mark.parametrize("verify", ["token", "block"])
@@ -155,9 +179,9 @@ def test_side_by_side_and_round_breakdown_pass_the_verification_rule_on(tiny_pai
     spec_tokens = 0
     for i, prompt in enumerate(PROMPTS):
         spec = speculative_generate(target, draft, prompt, 15, T1, 3, seed_for(4, i), verify=verify)
-        np.testing.assert_array_equal(row["speculative"][i].tokens, spec.tokens)
+        np.testing.assert_array_equal(row.speculative[i].tokens, spec.tokens)
         spec_tokens += spec.tokens.size
-    assert split["tokens"]["speculative"] == spec_tokens
+    assert split.speculative.tokens == spec_tokens
     with pytest.raises(ValueError, match='verify must be "token" or "block"'):
         side_by_side(target, draft, PROMPTS, 10, T1, verify="tree")
 
@@ -165,14 +189,15 @@ def test_side_by_side_and_round_breakdown_pass_the_verification_rule_on(tiny_pai
 def test_side_by_side_greedy_outputs_are_identical(tiny_pair):
     target, draft = tiny_pair
     rows = side_by_side(target, draft, PROMPTS, 20, GREEDY, gammas=[1, 4])
-    assert all(row["identical_outputs"] for row in rows)
+    assert all(row.identical_outputs for row in rows)
 
 
 def test_side_by_side_repeats_keep_the_fastest_time(tiny_pair):
     target, draft = tiny_pair
     row = side_by_side(target, draft, PROMPTS, 10, T1, gammas=[2], repeats=3)[0]
-    assert row["plain_seconds"] <= sum(r.seconds for r in row["plain"]) + 1e-12
-    assert row["speculative_seconds"] <= sum(r.seconds for r in row["speculative"]) + 1e-12
+    plain_speed = sum(r.tokens.size for r in row.plain) / sum(r.seconds for r in row.plain)  # the kept runs' times
+    assert row.plain_tokens_per_second == pytest.approx(plain_speed)
+    assert row.speculative_tokens_per_second == pytest.approx(row.tokens / sum(r.seconds for r in row.speculative))
 
 
 def test_side_by_side_bad_input(tiny_pair):
@@ -185,15 +210,16 @@ def test_side_by_side_bad_input(tiny_pair):
         side_by_side(target, draft, PROMPTS, 10, {"temperature": 1.0})
 
 
-def test_summarize_with_given_seconds():
-    plain = [generate_result(5, 0.5), generate_result(5, 0.5)]
-    spec = [rounds([2, 1], [2, 2]), rounds([2, 2], [2, 2])]
+def test_summarize_by_hand():
+    plain = [generate_result(5, 0.4), generate_result(5, 0.6)]
+    spec = [rounds([2, 1], [2, 2], seconds=0.2), rounds([2, 2], [2, 2], seconds=0.3)]
     for result, tokens in zip(spec, (5, 5), strict=True):
         result.tokens = np.zeros(tokens, dtype=np.int64)
-    row = summarize(2, plain, spec, {"plain": [0.4, 0.6], "speculative": [0.2, 0.3]})
-    assert row["speedup"] == pytest.approx(2.0)
-    assert row["tokens_per_full_round"] == pytest.approx((3 + 2 + 3 + 3) / 4)
-    assert row["alpha"] == pytest.approx(7 / 8)
+    row = summarize(2, plain, spec)
+    assert row.speedup == pytest.approx(2.0)
+    assert row.tokens_per_call == pytest.approx(10 / 4) and row.acceptance_rate == pytest.approx(7 / 8)
+    assert row.alpha == pytest.approx(7 / 8)
+    assert row.costs is None
 
 
 def test_repeated_fraction_by_hand():
@@ -207,21 +233,23 @@ def test_repeated_fraction_by_hand():
     assert math.isnan(repeated_fraction([1, 2, 3]))  # shorter than one window
 
 
-def test_summarize_reports_the_looping_runs_and_the_figures_without_them():
+def test_repetition_reports_the_looping_runs_and_the_figures_without_them():
     loop, fresh = np.array([7, 8] * 20), np.arange(40)  # repeated fractions 30/32 and 0
     plain = [generate_result(40, 0.4), generate_result(40, 0.8)]
-    spec = [rounds([4] * 8, [4] * 8), rounds([1] * 20, [4] * 20)]  # 8 and 20 target calls
+    spec = [rounds([4] * 8, [4] * 8, seconds=0.1), rounds([1] * 20, [4] * 20, seconds=0.4)]  # 8 and 20 target calls
     spec[0].tokens, spec[1].tokens = loop, fresh
-    row = summarize(4, plain, spec, {"plain": [0.4, 0.8], "speculative": [0.1, 0.4]})
-    assert row["repeated"] == [pytest.approx(30 / 32), 0.0] and row["looping"] == 1
-    assert row["tokens_per_call"] == pytest.approx(80 / 28)
-    assert row["tokens_per_call_not_looping"] == pytest.approx(40 / 20)
-    assert row["speedup"] == pytest.approx((80 / 0.5) / (80 / 1.2))
-    assert row["speedup_not_looping"] == pytest.approx((40 / 0.4) / (40 / 0.8))
+    row = summarize(4, plain, spec)
+    loops = repetition(row)
+    assert isinstance(loops, Repetition) and LOOP_FRACTION == 0.5
+    assert loops.repeated == [pytest.approx(30 / 32), 0.0] and loops.looping == 1
+    assert row.tokens_per_call == pytest.approx(80 / 28)
+    assert loops.tokens_per_call_not_looping == pytest.approx(40 / 20)
+    assert row.speedup == pytest.approx((80 / 0.5) / (80 / 1.2))
+    assert loops.speedup_not_looping == pytest.approx((40 / 0.4) / (40 / 0.8))
     spec[1].tokens = loop.copy()  # every run loops: no figure without them
-    row = summarize(4, plain, spec, {"plain": [0.4, 0.8], "speculative": [0.1, 0.4]})
-    assert row["looping"] == 2 and math.isnan(row["tokens_per_call_not_looping"])
-    assert math.isnan(row["speedup_not_looping"])
+    loops = repetition(summarize(4, plain, spec))
+    assert loops.looping == 2 and math.isnan(loops.tokens_per_call_not_looping)
+    assert math.isnan(loops.speedup_not_looping)
 
 
 def generate_result(tokens: int, seconds: float):
@@ -245,20 +273,21 @@ def test_predict_is_the_cost_model():
 
 
 def test_gap_factors_multiply_to_measured_over_predicted():
-    row = {
-        "plain_tokens_per_second": 1000.0,
-        "speculative_seconds": 0.5,
-        "target_calls": 400,
-        "tokens": 1200,
-        "tokens_per_call": 3.0,
-        "speedup": (1200 / 0.5) / 1000.0,
-    }
+    row = SimpleNamespace(  # the fields of a Summary that gap_factors reads
+        plain_tokens_per_second=1000.0,
+        speculative_tokens_per_second=1200 / 0.5,
+        target_calls=400,
+        tokens=1200,
+        tokens_per_call=3.0,
+        speedup=(1200 / 0.5) / 1000.0,
+    )
     prediction = predict(0.8, 4, 0.05, lambda n: 1.4)
     factors = gap_factors(row, prediction, target_seconds=0.0009)
-    product = factors["tokens"] * factors["plain"] * factors["round"]
-    assert product == pytest.approx(factors["measured_over_predicted"])
-    assert factors["measured_over_predicted"] == pytest.approx(row["speedup"] / prediction.speedup)
-    assert factors["plain"] == pytest.approx(0.001 / 0.0009)
+    assert isinstance(factors, GapFactors)
+    product = factors.tokens * factors.plain * factors.round
+    assert product == pytest.approx(factors.measured_over_predicted)
+    assert factors.measured_over_predicted == pytest.approx(row.speedup / prediction.speedup)
+    assert factors.plain == pytest.approx(0.001 / 0.0009)
 
 
 # --- quality on a table model ------------------------------------------------------------
@@ -278,11 +307,12 @@ WINDOWS = np.array([[0, 1, 2, 0], [1, 1, 0, 2]])  # predictions: 0->1, 1->2, 2->
 def test_heldout_quality_at_temperature_one_by_hand():
     probs = [0.3, 0.3, 0.25, 0.6, 0.1, 0.2]
     quality = heldout_quality(table_model(), WINDOWS, T1)
-    assert quality["heldout_tokens"] == 6
-    assert quality["coverage"] == 1.0
+    assert isinstance(quality, Quality)
+    assert quality.heldout_tokens == 6
+    assert quality.coverage == 1.0
     bits = -np.mean(np.log2(probs))
-    assert quality["bits_per_token"] == pytest.approx(bits, rel=1e-12)
-    assert quality["unfiltered_bits_per_token"] == pytest.approx(bits, rel=1e-12)
+    assert quality.bits_per_token == pytest.approx(bits, rel=1e-12)
+    assert quality.unfiltered_bits_per_token == pytest.approx(bits, rel=1e-12)
 
 
 def test_heldout_quality_with_top_p_by_hand():
@@ -290,16 +320,16 @@ def test_heldout_quality_with_top_p_by_hand():
     # token 2 is 0.6 >= 0.55; row 2 {2 and the tied 0, 1} -> all kept (the mass above 0 and 1 is 0.5 < 0.55).
     quality = heldout_quality(table_model(), WINDOWS, SamplingParams(1.0, top_p=0.55))
     kept = [0.375, 0.25, 1.0]  # 0->1 kept; 1->2 dropped; 2->0 kept; 1->1 kept; 1->0 and 0->2 dropped
-    assert quality["coverage"] == pytest.approx(3 / 6)
-    assert quality["bits_per_token"] == pytest.approx(-np.mean(np.log2(kept)), rel=1e-12)
-    assert quality["unfiltered_bits_per_token"] == pytest.approx(-np.mean(np.log2([0.3, 0.3, 0.25, 0.6, 0.1, 0.2])))
+    assert quality.coverage == pytest.approx(3 / 6)
+    assert quality.bits_per_token == pytest.approx(-np.mean(np.log2(kept)), rel=1e-12)
+    assert quality.unfiltered_bits_per_token == pytest.approx(-np.mean(np.log2([0.3, 0.3, 0.25, 0.6, 0.1, 0.2])))
 
 
 def test_heldout_quality_greedy_is_top_one_accuracy_and_zero_bits():
     quality = heldout_quality(table_model(), WINDOWS, GREEDY)
-    assert quality["coverage"] == pytest.approx(1 / 6)  # the argmaxes are 0->0, 1->1, 2->2: only 1->1 is covered
-    assert quality["bits_per_token"] == 0.0
-    assert not math.copysign(1.0, quality["bits_per_token"]) < 0  # 0.0, not -0.0
+    assert quality.coverage == pytest.approx(1 / 6)  # the argmaxes are 0->0, 1->1, 2->2: only 1->1 is covered
+    assert quality.bits_per_token == 0.0
+    assert not math.copysign(1.0, quality.bits_per_token) < 0  # 0.0, not -0.0
 
 
 def test_heldout_quality_at_a_lower_temperature_by_hand():
@@ -307,7 +337,7 @@ def test_heldout_quality_at_a_lower_temperature_by_hand():
     sharpened = np.asarray(TABLE) ** 2 / (np.asarray(TABLE) ** 2).sum(axis=-1, keepdims=True)  # softmax(log p / 0.5)
     truth = [(0, 1), (1, 2), (2, 0), (1, 1), (1, 0), (0, 2)]
     expected = -np.mean([np.log2(sharpened[a, b]) for a, b in truth])
-    assert quality["bits_per_token"] == pytest.approx(expected, rel=1e-9)
+    assert quality.bits_per_token == pytest.approx(expected, rel=1e-9)
 
 
 def test_heldout_quality_bad_windows():
@@ -335,48 +365,32 @@ def test_labels():
     assert label(SamplingParams(1.3, top_k=5, top_p=0.95, min_p=0.1)) == "T=1.3, top-k 5, top-p 0.95, min-p 0.1"
 
 
-SWEEP_KEYS = {
-    "label",
-    "params",
-    "gamma",
-    "plain_tokens_per_second",
-    "speculative_tokens_per_second",
-    "speedup",
-    "tokens_per_call",
-    "alpha",
-    "acceptance_rate",
-    "by_position",
-    "generated_bits",
-    "heldout_tokens",
-    "coverage",
-    "bits_per_token",
-    "unfiltered_bits_per_token",
-}
-
-
-def test_sweep_has_greedy_and_t1_rows_with_every_key(tiny_pair):
+def test_sweep_has_greedy_and_t1_rows_with_every_field(tiny_pair):
     target, draft = tiny_pair
     greedy_text = [np.concatenate([[p], generate(target, [p], 5, GREEDY).tokens]) for p in (1, 6)]
     windows = np.array(greedy_text)  # (2, 6): text the greedy setting covers entirely
     settings = [GREEDY, T1, SamplingParams(1.0, top_p=0.8)]
     gammas = {"greedy": 5, "T=1": 3, "T=1, top-p 0.8": 2}
     rows = sweep(target, draft, PROMPTS, settings, 12, gamma=gammas, windows=windows)
-    assert [row["label"] for row in rows] == ["greedy", "T=1", "T=1, top-p 0.8"]
-    assert [row["gamma"] for row in rows] == [5, 3, 2]
+    assert [row.label for row in rows] == ["greedy", "T=1", "T=1, top-p 0.8"]
+    assert [row.params for row in rows] == settings
+    assert [row.summary.gamma for row in rows] == [5, 3, 2]
     for row in rows:
-        assert SWEEP_KEYS <= set(row)
-        assert row["heldout_tokens"] == 10
-        assert 0 < row["coverage"] <= 1
-    assert rows[0]["identical_outputs"]
-    assert rows[0]["coverage"] == 1.0 and rows[0]["bits_per_token"] == 0.0  # greedy: the argmax, probability 1
-    assert rows[1]["coverage"] == 1.0
-    assert rows[1]["bits_per_token"] == pytest.approx(rows[1]["unfiltered_bits_per_token"])
+        assert isinstance(row, SweepRow) and isinstance(row.summary, Summary) and isinstance(row.quality, Quality)
+        assert row.generated_bits > 0 and row.summary.costs is not None
+        assert row.quality.heldout_tokens == 10
+        assert 0 < row.quality.coverage <= 1
+    greedy, sampled = rows[0], rows[1]
+    assert greedy.summary.identical_outputs
+    assert greedy.quality.coverage == 1.0 and greedy.quality.bits_per_token == 0.0  # the argmax, probability 1
+    assert sampled.quality.coverage == 1.0
+    assert sampled.quality.bits_per_token == pytest.approx(sampled.quality.unfiltered_bits_per_token)
 
 
-def test_sweep_without_windows_has_no_quality_keys(tiny_pair):
+def test_sweep_without_windows_has_no_quality(tiny_pair):
     target, draft = tiny_pair
     row = sweep(target, draft, PROMPTS[:1], [T1], 8, gamma=2)[0]
-    assert "coverage" not in row and "generated_bits" in row
+    assert row.quality is None and row.generated_bits > 0
 
 
 # --- prompts -----------------------------------------------------------------------------
@@ -420,19 +434,23 @@ def test_timed_model_passes_through_and_records(tiny_pair):
 def test_round_breakdown_keys_and_counts(tiny_pair):
     target, draft = tiny_pair
     breakdown = round_breakdown(target, draft, PROMPTS, 12, T1, gamma=3)
-    assert breakdown["tokens"] == {"plain": 36, "speculative": 36}
-    assert breakdown["target_calls"]["plain"] == 36
-    assert breakdown["target_calls"]["speculative"] < 36
-    for kind in ("plain", "speculative"):
-        assert set(breakdown[kind]) == {"prompt", "target", "draft", "rest"}
-        assert all(seconds >= -1e-9 for seconds in breakdown[kind].values())  # "rest" is a difference of sums
-    assert breakdown["plain"]["draft"] == 0.0
+    assert isinstance(breakdown, Breakdown)
+    plain, spec = breakdown.plain, breakdown.speculative
+    assert plain.tokens == spec.tokens == 36
+    assert plain.target_calls == 36
+    assert spec.target_calls < 36
+    for split in (plain, spec):
+        assert isinstance(split, TimeSplit)
+        parts = [getattr(split, part) for part in PARTS]
+        assert all(seconds >= -1e-9 for seconds in parts)  # "rest" is a difference of sums
+        assert split.total == pytest.approx(sum(parts))
+    assert plain.draft == 0.0
 
 
 def test_measure_costs_shape(tiny_pair):
     target, draft = tiny_pair
     costs = measure_costs(target, draft, T1, [1, 2, 3], max_n=4, context=8, repeats=3)
-    assert set(costs) == {"c", "f", "target_seconds", "draft_step_seconds"}
-    assert list(costs["f"]) == [1, 2, 3, 4] and costs["f"][1] == 1.0
-    assert costs["c"] == pytest.approx(costs["draft_step_seconds"] / costs["target_seconds"])
-    assert costs["c"] > 0
+    assert isinstance(costs, MeasuredCosts)
+    assert list(costs.f) == [1, 2, 3, 4] and costs.f[1] == 1.0
+    assert costs.c == pytest.approx(costs.draft_step_seconds / costs.target_seconds)
+    assert costs.c > 0

@@ -80,9 +80,9 @@ def test_ngram_states_are_independent_and_checked(ngram):
     ngram.score(tokenizer.encode("xyz"), first)  # another text read by the same model meanwhile
     np.testing.assert_array_equal(ngram.score(tokens, second), expected)
     assert (first.length, second.length) == (3, len(tokens))
-    with pytest.raises(TypeError, match="state must be an NGramState"):
+    with pytest.raises(TypeError, match="state must be this model's NGramState"):
         ngram.score(tokens, None)
-    with pytest.raises(TypeError, match="state must be an NGramState"):
+    with pytest.raises(TypeError, match="state must be this model's NGramState"):
         ngram.score(tokens, small_gpt().start())
     with pytest.raises(ValueError, match="score needs at least one token"):
         ngram.score([], ngram.start())
@@ -104,6 +104,24 @@ def test_ngram_round_trips_through_its_arrays(ngram, tmp_path):
     loaded = load_model(str(tmp_path / "draft.npz"))
     tokens = tokenizer.encode("def add(a, b")
     np.testing.assert_array_equal(loaded.score(tokens, loaded.start()), ngram.score(tokens, ngram.start()))
+
+
+def test_the_package_ngram_gives_the_core_ngrams_distributions(ngram):
+    """The package's NGramModel is notebook 06's section 5 class with each context's weights computed once
+    and a memo (its Going further replaces the core's class): the same log-probabilities, to the last bit,
+    from the first token on (contexts shorter than order - 1 included)."""
+    core = NGramModel.__mro__[1]  # the class the notebook's core writes, which the fast one subclasses
+    assert core.__name__ == "NGramModel" and core is not NGramModel
+    code = tokenizer.encode(TEXT[:200] + "class Stack:\n    def push(self, item):\n        self.items.append(item)\n")
+    for fast in (ngram, load_model("draft")):
+        plain = core(fast.order, fast.vocab_size, fast.arrays(), name="plain")
+        expected = plain.score(code, plain.start())  # (n, V)
+        np.testing.assert_array_equal(fast.score(code, fast.start()), expected)
+        np.testing.assert_array_equal(fast.score(code, fast.start()), expected)  # again, from the memo
+        state = fast.start()
+        fast.score(code[:50], state)
+        state.rollback(20)
+        np.testing.assert_array_equal(fast.score(code[20:], state), expected[20:])
 
 
 def small_gpt() -> GPT:

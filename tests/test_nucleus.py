@@ -87,6 +87,44 @@ def test_min_tokens_to_keep_adds_the_largest_logits_and_their_ties():
     assert np.isfinite(specdec.top_p_filter(logits, 0.5, min_tokens_to_keep=99)).all()
 
 
+DECIMAL_ROWS = [  # decimal probabilities: the running sums round, and p sits exactly on them
+    [0.4, 0.3, 0.2, 0.1],
+    [0.5, 0.2, 0.2, 0.1],
+    [0.6, 0.3, 0.1],
+    [0.4, 0.3, 0.3],
+    [0.35, 0.35, 0.2, 0.1],
+    [0.1, 0.2, 0.3, 0.4],
+    [0.05, 0.15, 0.25, 0.05, 0.5],
+    [0.25, 0.25, 0.25, 0.25],
+]
+
+
+def test_the_fast_path_gives_the_core_thresholds(rng):
+    """The package's nucleus_threshold (Going further: candidates only) equals the core's full sort, bit for bit.
+
+    Notebook 04's core defines nucleus_threshold by a full sort and keeps it as nucleus_threshold_full_sort;
+    its Going-further section defines nucleus_threshold again, which is what top_p_filter uses.
+    """
+    fast, full = specdec.nucleus.nucleus_threshold, specdec.nucleus.nucleus_threshold_full_sort
+    assert fast is not full and specdec.nucleus.top_p_filter.__globals__["nucleus_threshold"] is fast
+    batches = []
+    for scale in (0.05, 0.5, 2.0, 8.0):  # nearly uniform rows (huge nuclei) to very peaked ones
+        logits = rng.normal(scale=scale, size=(40, 700))
+        batches += [specdec.softmax(logits), specdec.softmax(logits.round(1)), specdec.softmax(logits.round())]
+    batches.append(specdec.softmax(rng.normal(size=(3, 4, 300))).astype(np.float32))  # float32 input, leading axes
+    for probs in batches:
+        for p in (1e-9, 0.1, 0.4, 0.5, 0.7, 0.9, 0.999, 1.0):
+            expected = full(probs, p)
+            for candidates in (1, 3, 64):
+                np.testing.assert_array_equal(fast(probs, p, candidates=candidates), expected)
+    for row in DECIMAL_ROWS:
+        probs = np.array(row)
+        boundaries = specdec.nucleus.descending_exclusive_cumsum(np.sort(probs)[::-1])  # every mass above, exactly
+        for p in [*boundaries[1:], *np.nextafter(boundaries[1:], 0), *np.nextafter(boundaries[1:], 1), 0.4, 0.5]:
+            for candidates in (1, 2, 64):
+                np.testing.assert_array_equal(fast(probs, p, candidates=candidates), full(probs, p))
+
+
 def test_the_candidate_fast_path_equals_a_full_sort(rng):
     """Force retries (1 -> 16 -> 256 -> ...) and compare with candidates = the whole row."""
     for scale in (0.1, 1.0, 5.0):  # flat rows have huge nuclei, peaked rows tiny ones

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import specdec
+import specdec.pipeline
 from specdec import SamplingParams
 from specdec.drawing import chi_square_test
 from specdec.pipeline import composed_sampling_probs
@@ -23,9 +24,46 @@ params_strategy = st.builds(
 )
 
 
+# Batches of float32 or float64 rows with -inf entries (every row keeps a finite logit), and greedy too.
+logit_batches = (
+    st.integers(1, 40)
+    .flatmap(
+        lambda vocab: arrays(
+            st.sampled_from([np.float32, np.float64]),
+            st.tuples(st.integers(1, 4), st.just(vocab)),
+            elements=st.floats(-8, 8, width=32) | st.integers(-3, 3).map(float) | st.just(-np.inf),
+        )
+    )
+    .filter(lambda x: np.isfinite(x).any(axis=-1).all())
+)
+params_with_greedy = st.builds(
+    SamplingParams,
+    temperature=st.sampled_from([0.0, 0.3, 1.0, 2.5]),
+    top_k=st.none() | st.integers(1, 45),
+    top_p=st.sampled_from([1.0, 0.9, 0.5, 1e-6]),
+    min_p=st.sampled_from([0.0, 0.05, 1.0]),
+)
+
+
+def test_the_package_gets_the_fast_path_and_keeps_the_definition():
+    """Notebook 05's core defines sampling_probs (kept as composed_sampling_probs); Going further replaces it."""
+    assert specdec.sampling_probs is specdec.pipeline.sampling_probs
+    assert specdec.sampling_probs is not composed_sampling_probs  # so the comparisons below compare two codes
+    assert "kept_count" in specdec.sampling_probs.__code__.co_names  # the fast path: one threshold per row
+    assert "top_k_filter" in composed_sampling_probs.__code__.co_names  # the definition: the filters composed
+
+
 @given(logit_rows, params_strategy)
 def test_sampling_probs_equals_the_composition_of_the_filters(logits, params):
     fast, slow = specdec.sampling_probs(logits, params), composed_sampling_probs(logits, params)
+    np.testing.assert_array_equal(fast > 0, slow > 0)
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-300)
+
+
+@given(logit_batches, params_with_greedy)
+def test_sampling_probs_equals_the_composition_on_batches_float32_and_minus_inf(logits, params):
+    fast, slow = specdec.sampling_probs(logits, params), composed_sampling_probs(logits, params)
+    assert fast.dtype == slow.dtype == np.float64 and fast.shape == slow.shape == logits.shape
     np.testing.assert_array_equal(fast > 0, slow > 0)
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-300)
 

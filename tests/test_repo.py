@@ -76,3 +76,9 @@ def test_notebook_is_committed_executed_and_shaped_like_a_chapter(path):
         for output in cell.get("outputs", []):
             assert "image/svg+xml" not in output.get("data", {}), "figures must be PNG (nbval compares SVG as text)"
             assert output.get("name") != "stderr", f"unexpected stderr output: {''.join(output.get('text', ''))[:200]}"
+
+
+def test_the_readme_figure_is_notebook_09s_output():
+    """docs/figures/exact_and_shortcuts.png is what notebook 09 printed (tools/readme_figure.py writes it)."""
+    result = run(sys.executable, "tools/readme_figure.py", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,6 +1,6 @@
 """Speculative sampling is exact: verify (specdec/verify.py) and speculative_generate (specdec/speculative.py).
 
-What "exact" means (course-design.md): the emitted tokens follow the target's autoregressive law,
+What "exact" means (notebook 09, section 1): the emitted tokens follow the target's autoregressive law,
 whatever the draft proposes. The evidence, from the most certain to the most end-to-end:
 
 1. the one-step identity min(p, q) + (1 - sum min(p, q)) * residual = p, to 1e-12;

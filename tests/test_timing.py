@@ -130,8 +130,8 @@ def test_predicted_speedup_reference_points():
         ((0.8, 4, float("nan"), FLAT), ValueError, "must be finite"),
         ((0.8, 4, "0.1", FLAT), TypeError, "c .* must be a real number"),
         ((0.8, 20, 0.05, FLAT), ValueError, "f has no cost for gamma \\+ 1 = 21 positions"),
-        ((0.8, 4, 0.05, {5: 0.0}), ValueError, r"f\(5\) must be a positive cost, got 0.0"),
-        ((0.8, 4, 0.05, lambda n: float("nan")), ValueError, r"f\(5\) must be a positive cost"),
+        ((0.8, 4, 0.05, {5: 0.0}), ValueError, r"f\(5\) must be finite and > 0, got 0.0"),
+        ((0.8, 4, 0.05, lambda n: float("nan")), ValueError, r"f\(5\) must be finite and > 0"),
     ],
 )
 def test_predicted_speedup_refuses_bad_arguments(args, error, message):

@@ -21,7 +21,7 @@ NOTEBOOKS = ROOT / "notebooks"
 HALF_DAY = [f"{n:02d}" for n in range(0, 6)]  # the sampling half: 00-05
 SECOND_HALF = [f"{n:02d}" for n in range(6, 11)]  # language models and speculative decoding: 06-10
 EXTENSION = ["11"]  # chapters after the two days: block verification
-BUDGETS = {  # (words, code lines) for the core path of each group, from the course design
+BUDGETS = {  # (words, code lines) for the core path of each group, (docs/authoring.md, "Budgets")
     "00-05": (HALF_DAY, 10_000, 900),
     "06-10": (SECOND_HALF, 12_000, 1_300),
     "11": (EXTENSION, 3_000, 400),  # one chapter: about a quarter of the 06-10 budget

@@ -34,7 +34,7 @@ import socket
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from http import HTTPStatus
 
 import h11
@@ -373,9 +373,9 @@ def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictR
                 watcher.cancel()
             if cancelled.is_set():
                 count(metrics, request.scope, "aborted")
-                metrics.discarded.labels("client_closed").inc(done["tokens"].size)
+                metrics.discarded.labels("client_closed").inc(done.tokens.size)
                 return Response(status_code=499)
-            count(metrics, request.scope, "ok", done["tokens"].size, time.perf_counter() - started)
+            count(metrics, request.scope, "ok", done.tokens.size, time.perf_counter() - started)
             return JSONResponse(completion_body(identity, created, parsed, done))
 
         loop = asyncio.get_running_loop()
@@ -407,7 +407,7 @@ def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictR
                     done = item.result()
                     count(metrics, request.scope, "ok", sent, time.perf_counter() - started)
                     recorded = True
-                    yield sse(chunk("", done["finish_reason"], specdec=done["specdec"]))
+                    yield sse(chunk("", done.finish_reason, specdec=asdict(done.specdec)))
                     if parsed.include_usage:
                         yield sse({**chunk("", None), "choices": [], "usage": usage(parsed, sent)})
                 else:
@@ -421,7 +421,7 @@ def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictR
                 if not recorded:
                     count(metrics, request.scope, "aborted")
                     if future.done() and future.exception() is None:  # finished, but not all of it was sent
-                        metrics.discarded.labels("client_closed").inc(future.result()["tokens"].size)
+                        metrics.discarded.labels("client_closed").inc(future.result().tokens.size)
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 

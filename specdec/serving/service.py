@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Annotated, Literal
 
 import numpy as np
@@ -174,6 +174,35 @@ def _shown(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+@dataclass(frozen=True)
+class GenerationStats:
+    """What one completed request cost: the answer's `specdec` block (as JSON: dataclasses.asdict)."""
+
+    seed: int  # the request's seed (drawn by the service if the request brought none)
+    gamma: int | str  # drafts per round, or "auto"
+    verify: str  # "token" or "block"
+    target_calls: int
+    draft_calls: int
+    drafted: int  # tokens the draft proposed
+    accepted: int  # drafts the target kept
+    tested: int  # drafts the target tested (alpha = accepted / tested)
+    alpha: float
+    tokens_per_call: float  # new tokens per target call
+    target_failures: int  # target calls that failed and were retried
+    retries: int
+    seconds: float  # the generation's wall-clock time
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A finished generation: the new tokens (int64), their text, why it stopped, and what it cost."""
+
+    tokens: np.ndarray  # (n,) int64, the new tokens only
+    text: str
+    finish_reason: str  # "stop" (the end token) or "length" (max_tokens)
+    specdec: GenerationStats
+
+
 class GenerationService:
     """Speculative generation behind a request interface, with retries, a deadline and metrics.
 
@@ -275,8 +304,8 @@ class GenerationService:
         on_tokens: Callable[[np.ndarray], None] | None = None,
         cancelled: threading.Event | None = None,
         deadline: float | None = None,
-    ) -> dict:
-        """Generate `request`; its statistics (a dict), with the work counted in the metrics.
+    ) -> "Completion":
+        """Generate `request`: its tokens, text and statistics, with the work counted in the metrics.
 
         on_tokens(tokens): each round's new tokens, once verified. cancelled: when set, the
         generation stops at the end of the round (ServiceError 499: the client went away).
@@ -334,26 +363,23 @@ class GenerationService:
                 headers={"Retry-After": "1"},
             ) from None
         metrics.record_work(result, clock.rounds)
-        return {
-            "tokens": result.tokens,
-            "text": self.tokenizer.decode(result.tokens),
-            "finish_reason": "stop" if result.tokens.size and result.tokens[-1] == END else "length",
-            "specdec": {
-                "seed": request.seed,
-                "gamma": request.gamma,
-                "verify": request.verify,
-                "target_calls": result.target_calls,
-                "draft_calls": result.draft_calls,
-                "drafted": result.drafted,
-                "accepted": result.accepted,
-                "tested": result.tested,
-                "alpha": result.alpha,
-                "tokens_per_call": result.tokens_per_call,
-                "target_failures": retrying.failures,
-                "retries": retrying.retries,
-                "seconds": result.seconds,
-            },
-        }
+        finish = "stop" if result.tokens.size and result.tokens[-1] == END else "length"
+        stats = GenerationStats(
+            request.seed,
+            request.gamma,
+            request.verify,
+            result.target_calls,
+            result.draft_calls,
+            result.drafted,
+            result.accepted,
+            result.tested,
+            result.alpha,
+            result.tokens_per_call,
+            retrying.failures,
+            retrying.retries,
+            result.seconds,
+        )
+        return Completion(result.tokens, self.tokenizer.decode(result.tokens), finish, stats)
 
 
 def _deadline(timeout: float, generated: int, max_tokens: int) -> ServiceError:
@@ -370,16 +396,16 @@ def completion_id() -> str:
     return f"cmpl-{uuid.uuid4().hex}"
 
 
-def completion_body(identity: str, created: int, request: Request, done: dict) -> dict:
-    """A finished completion in OpenAI's shape, with `usage` and this service's `specdec` block."""
+def completion_body(identity: str, created: int, request: Request, done: "Completion") -> dict:
+    """A finished completion in OpenAI's shape (the JSON body), with `usage` and this service's `specdec` block."""
     return {
         "id": identity,
         "object": "text_completion",
         "created": created,
         "model": MODEL,
-        "choices": [{"text": done["text"], "index": 0, "logprobs": None, "finish_reason": done["finish_reason"]}],
-        "usage": usage(request, done["tokens"].size),
-        "specdec": done["specdec"],
+        "choices": [{"text": done.text, "index": 0, "logprobs": None, "finish_reason": done.finish_reason}],
+        "usage": usage(request, done.tokens.size),
+        "specdec": asdict(done.specdec),
     }
 
 
