@@ -10,9 +10,9 @@ always comes first, the arrays after:
 
 - a function that changes an input array in place is refused, even when its result is right;
 - a list where an array is asked, or an array of the wrong dtype, is refused by name;
-- randomness comes from the `rng` argument only: a function that draws from numpy's global state,
-  or from a generator of its own (found by calling it again with a generator in the same state),
-  is refused;
+- randomness comes from the `rng` argument only: a function that draws from numpy's global state
+  is refused, and so is one that never uses the `rng` it is given (`must_draw`, `Attempt.rng_used`);
+  a checker whose exercise draws checks the rest itself (a generator of its own, for instance);
 - a function that calls the reference the exercise asks the learner to write is refused. Nothing
   is replaced to find out: a profile hook (sys.setprofile) watches the calls while the learner's
   function runs, so `specdec` and numpy stay exactly as they are.
@@ -34,7 +34,10 @@ NOT_ATTEMPTED = "not attempted yet: replace `raise NotImplementedError` with you
 
 def show(value, digits: int = 6) -> str:
     """A value for a message, on one line: an array's rows side by side, no padding, long rows cut short
-    (at most 20 entries: the first and last three of each axis), floats to `digits` significant places."""
+    (at most 20 entries: the first and last three of each axis). An array's floats get at most `digits`
+    decimal places (positional), or, below 1e-4 or from 1e16 on, at most `digits` digits after the first
+    significant one (scientific), fewer where fewer print the same float. A tuple is shown item by item;
+    any other value as its repr prints it."""
     if isinstance(value, tuple):
         return "(" + ", ".join(show(v, digits) for v in value) + ")"
     if not isinstance(value, np.ndarray):
@@ -211,7 +214,6 @@ def attempt(
     *,
     refused: Mapping[str, Iterable] | None = None,
     why: str | Callable[[str], str] = "the function this exercise asks you to write yourself",
-    replay: bool = False,
     must_draw: bool = False,
     in_place: str = "compute into a new array (x = x - m, not x -= m; np.where(...), not x[mask] = ...)",
     quiet_callers: tuple[str, ...] = (),
@@ -221,10 +223,10 @@ def attempt(
     Checked, in this order: the package's refused function itself passed as fn, not attempted, a
     call to a refused function (`refused`, see `watching`; the message says it calls it and `why`, a
     sentence or a function of the name called), an exception, an input changed in place, a draw
-    from numpy's global random state. With an `rng` among the arguments: `replay` calls fn again with a
-    generator in the same state and must get the same result (else it draws from a generator of its
-    own); `must_draw` requires the given rng to have been used. `in_place` says how to avoid the
-    in-place change this exercise invites; `quiet_callers`: see `watching`.
+    from numpy's global random state. With an `rng` among the arguments, `must_draw` requires it to
+    have been used (the result's `rng_used` says whether it was, for the checker's own checks, such
+    as a generator of the function's own). `in_place` says how to avoid the in-place change this
+    exercise invites; `quiet_callers`: see `watching`.
     """
     # The package's reference itself, not a function that calls it (a learner's own function may
     # share the reference's name: only the package's object is refused this way).
@@ -266,18 +268,6 @@ def attempt(
     rng_used = any(r.bit_generator.state != s for r, s in zip(generators, states, strict=True)) if generators else None
     if must_draw and rng_used is False:
         return Attempt(failure=UNUSED_RNG)
-    if generators and replay:
-        again = tuple(twin_of(arg, generators, states) for arg in copied(args))
-        try:
-            repeated = fn(*again)
-        except Exception as error:  # the same call failed the second time: its randomness is not rng's
-            repeated = error
-        if not same(result, repeated):
-            return Attempt(
-                failure="your function draws from a generator other than the given `rng`: called twice with"
-                " generators in the same state, it gave different results (a np.random.default_rng() of its"
-                " own?). Draw only from `rng`, so that a seed reproduces the result"
-            )
     return Attempt(result=result, inputs=inputs, rng_used=rng_used)
 
 
@@ -291,16 +281,6 @@ def last_digits(original, after) -> str:
         return ""
     i = int(changed[0])
     return f" (entry {i} was {a[i].item()!r} and is now {b[i].item()!r}: a change in the last digits)"
-
-
-def twin_of(arg, generators: list, states: list):
-    """The argument itself, or for one of the checker's generators a new one in its state before the call."""
-    for rng, state in zip(generators, states, strict=True):
-        if arg is rng:
-            other = np.random.Generator(type(rng.bit_generator)())
-            other.bit_generator.state = state
-            return other
-    return arg
 
 
 def located(failure: str, where: str) -> str:
@@ -335,6 +315,17 @@ def values_agree(got: np.ndarray, expected: np.ndarray) -> bool:
         return False
 
 
+def narrower_float(value) -> str | None:
+    """The dtype name ('float32', 'float16') when value is a numpy float or float array of fewer than 64 bits.
+
+    None for anything else: float64, a Python float, an integer, a list (even of float32 numbers).
+    """
+    dtype = getattr(value, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize < 8:
+        return dtype.name
+    return None
+
+
 def result_problem(got, expected, what: str = "the result", shape: bool = True) -> str | None:
     """What is wrong with the *kind* of result, said first: a list for an array, a dtype, a shape; else None.
 
@@ -345,7 +336,7 @@ def result_problem(got, expected, what: str = "the result", shape: bool = True) 
     if not isinstance(expected, np.ndarray):
         return None
     if got is None:
-        return f"your function returned None (is a `return` missing?) where {what} are asked"
+        return f"your function returned None (is a `return` missing?) where a result ({what}) is asked"
     if expected.shape == () and isinstance(got, (bool, int, float)):
         got = np.asarray(got)  # a Python number for a single value: float is float64, int is int64
     if isinstance(got, (list, tuple)):
@@ -363,8 +354,5 @@ def result_problem(got, expected, what: str = "the result", shape: bool = True) 
             why = f" (the values are right to {got.dtype}'s precision: only the dtype is wrong)"
         return f"your function returned {got.dtype} {what} where {expected.dtype} is asked{why}"
     if shape and np.shape(got) != expected.shape:
-        return (
-            f"your function returned {what} of shape {np.shape(got)} where shape {expected.shape} is asked (one value"
-            " per position of the input's leading axes)"
-        )
+        return f"your function returned {what} of shape {np.shape(got)} where shape {expected.shape} is asked"
     return None

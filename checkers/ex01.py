@@ -5,7 +5,7 @@ import numpy as np
 import specdec
 import specdec.logits
 import specdec.validation
-from checkers import attempt, located, namesakes, result_problem, show, verdict
+from checkers import attempt, located, namesakes, result_problem, show, verdict, without_input
 from specdec.logits import log_softmax, softmax
 
 INF = np.inf
@@ -61,7 +61,7 @@ def attempt_on(fn, args: tuple, refused: dict) -> tuple[object, str | None]:
     with np.errstate(over="ignore"):
         outcome = attempt(fn, args, refused=refused, why=NUMPY_ONLY)
     if outcome.failure is not None and outcome.failure.startswith("raised"):
-        return None, outcome.failure.removesuffix(f" for input {show(args)}")
+        return None, without_input(outcome.failure)
     return outcome.result, outcome.failure
 
 
@@ -425,7 +425,7 @@ def check_log_softmax(fn) -> bool:
     return verdict("stable_log_softmax", failure, len(LOG_SOFTMAX_CASES))
 
 
-# --- Exercise 3: fix the seed blog post's softmax ---------------------------------------------
+# --- Exercise 3: fix the blog post's softmax --------------------------------------------------
 
 FIXED_SOFTMAX_VALID = [
     (np.array([2.0, 1.0, 0.1]), 1.0),

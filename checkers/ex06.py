@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from checkers import attempt, located, namesakes, result_problem, show, verdict
+from checkers import attempt, located, namesakes, narrower_float, result_problem, show, verdict
 from specdec.protocol import TokenHistory
 
 
@@ -31,15 +31,6 @@ def attempt_on(
     if outcome.failure is None:
         return outcome.result, None
     return None, located(outcome.failure, where)  # `where` replaces an exception's raw input
-
-
-def dtype_name(value) -> str | None:
-    """The dtype of a result (a list of Python floats counts as float64), or None if it is not numeric."""
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError):
-        return None
-    return array.dtype.name if array.dtype.kind in "biufc" else None
 
 
 def described(tokens) -> str:
@@ -104,12 +95,6 @@ def same_number(got, expected: float, rel_tol: float = 1e-6) -> bool:
     return math.isclose(got, expected, rel_tol=rel_tol, abs_tol=1e-9)
 
 
-def low_precision(value) -> str | None:
-    """'float32' or 'float16' when a result is a number of that dtype (a numpy scalar or array), else None."""
-    dtype = dtype_name(value)
-    return dtype if dtype in ("float32", "float16") else None
-
-
 def float32_rounding(got, exact: float) -> float | None:
     """The relative error of a number that is right only to about float32's 7 digits, else None.
 
@@ -163,7 +148,7 @@ CONVERT = "compute in float64, as asked: np.asarray(log_probs, dtype=np.float64)
 
 def perplexity_overflow(got_perplexity, perplexity: float, expected: str) -> str | None:
     """The message for a float32 (or float16) perplexity that overflowed where float64's does not, else None."""
-    low = low_precision(got_perplexity)
+    low = narrower_float(got_perplexity)
     if low and perplexity > float(np.finfo(low).max):
         largest = float(np.finfo(low).max)
         return f"your function computes in {low}, which overflows above {largest:.2g}: {expected}; {CONVERT}"
@@ -172,7 +157,7 @@ def perplexity_overflow(got_perplexity, perplexity: float, expected: str) -> str
 
 def float32_message(got_bits, bits: float, rounding: float, consequence: str) -> str:
     """Bits right to float32's 7 digits only: the cause, then what it did (`consequence`)."""
-    low = low_precision(got_bits)
+    low = narrower_float(got_bits)
     returned = f" (returned as {low})" if low else ""
     return (
         f"your function computes in float32 arithmetic: its bits per token{returned}, {float(got_bits)!r},"
@@ -202,7 +187,7 @@ def bits_problem(got, log_probs) -> str | None:
         if rounding is not None:  # the two values are in the message, to their last digit
             averages = " (np.mean of a float32 array averages in float32)" if float32_input else ""
             return float32_message(got_bits, bits, rounding, averages)
-        low = low_precision(got_bits)
+        low = narrower_float(got_bits)
         if low and math.isclose(float(got_bits), bits, rel_tol=2e-3):
             return (
                 f"your function returned {low} bits, right only to {low} precision: {expected_bits}; float64 is"
@@ -373,15 +358,15 @@ def check_generate_tokens(fn) -> bool:
 
     name = "generate_tokens"
     cases = generate_cases()
+    refused = namesakes(fn, ("generate",), generation)  # the package's, the notebook's, any alias
+    why = "the loop this exercise asks you to write yourself"
+    in_place = "the prompt is the caller's; collect the new tokens in a list of your own"
     for prompt, n_new, params, seed in cases:
         shown = f"np.array({prompt.tolist()})" if isinstance(prompt, np.ndarray) else str(prompt)
         rng_text = "rng None" if seed is None else f"rng np.random.default_rng({seed})"
         where = f"prompt_tokens {shown}, max_new_tokens {n_new}, {params}, {rng_text}"
         model = CountingModel()
         rng = None if seed is None else np.random.default_rng(seed)
-        refused = namesakes(fn, ("generate",), generation)  # the package's, the notebook's, any alias
-        why = "the loop this exercise asks you to write yourself"
-        in_place = "the prompt is the caller's; collect the new tokens in a list of your own"
         must_draw = rng is not None and params.temperature > 0 and n_new > 0
         got, error = attempt_on(fn, (model, prompt, n_new, params, rng), where, refused, why, in_place, must_draw)
         if error is not None:

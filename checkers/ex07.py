@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 import specdec.timing
-from checkers import call, located, namesakes, show, verdict
+from checkers import call, located, namesakes, narrower_float, show, verdict
 from specdec.timing import expected_tokens, predicted_speedup
 
 LIMIT_S = 2.0  # per call of the learner's function; the reference answers take microseconds
@@ -75,14 +75,6 @@ def limited_call(fn, args: tuple, advice: str, limit_s: float = LIMIT_S, **polic
     if error is None and seconds > limit_s:
         return None, f"took {seconds:.1f} s, too slow: {advice} (input {show(args)})"
     return got, error
-
-
-def lower_precision(got) -> str | None:
-    """The dtype name when got is a float with fewer than 64 bits (float16, float32), else None."""
-    dtype = getattr(got, "dtype", None)
-    if isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize < 8:
-        return dtype.name
-    return None
 
 
 def not_a_number(got) -> str | None:
@@ -151,7 +143,7 @@ def check_tokens_per_call(fn) -> bool:
         if problem is not None:
             return verdict("tokens_per_call", located(f"expected {expected:.10g}, {problem}", where), len(cases))
         value = float(got)
-        dtype = lower_precision(got)
+        dtype = narrower_float(got)
         if dtype is not None:  # float16 or float32: refused even when right to its precision
             if math.isclose(value, expected, rel_tol=10 * float(np.finfo(dtype).eps)):
                 said = f"the value is right to {dtype}'s precision, but float64 is asked"

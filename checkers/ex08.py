@@ -23,7 +23,7 @@ import numpy as np
 
 import specdec
 import specdec.generation
-from checkers import call, located, namesakes, result_problem, show, verdict
+from checkers import call, located, namesakes, result_problem, show, verdict, without_input
 from specdec import speculative
 from specdec.generation import generate
 from specdec.models import load_model, load_tokenizer
@@ -308,8 +308,8 @@ SPECULATIVE_CASES = [  # (draft, prompt, max_new_tokens, gamma)
 ]
 
 
-def divergence(tokenizer, tokens: np.ndarray, expected: np.ndarray) -> str:
-    """Where the learner's tokens leave plain greedy's, with the text around that place."""
+def divergence(tokenizer, tokens: np.ndarray, expected: np.ndarray) -> tuple[str, int]:
+    """Where the learner's tokens leave plain greedy's, with the text around that place; and that position."""
     common = min(tokens.size, expected.size)
     mismatch = np.flatnonzero(tokens[:common] != expected[:common])
     first = int(mismatch[0]) if mismatch.size else common
@@ -324,7 +324,7 @@ def divergence(tokenizer, tokens: np.ndarray, expected: np.ndarray) -> str:
     return (
         f"token {first} differs from plain greedy (you returned {tokens.size} tokens, greedy {expected.size}): "
         f"greedy continues {text(expected)}, yours {text(tokens)}"
-    )
+    ), first
 
 
 class Runaway(Exception):
@@ -524,7 +524,7 @@ def check_speculative_greedy(fn) -> bool:
         where = f"with {description}, gamma {gamma}, max_new_tokens {max_new_tokens}, prompt ending {text[-24:]!r}"
         got, error = call(fn, (target_role, draft_role, prompt, max_new_tokens, gamma), refused=loops, why=FIX_THE_LOOP)
         if error is not None and error.startswith("raised"):
-            message = error.split(" for input ")[0].removeprefix("raised ")
+            message = without_input(error).removeprefix("raised ")
             if message.startswith("Runaway: "):
                 error = (
                     f"stopped in round {watch.round} after {message.removeprefix('Runaway: ')} for "
@@ -544,10 +544,7 @@ def check_speculative_greedy(fn) -> bool:
             if tokens is None:
                 error = f"expected a list of token ids, got {show(got)}"
             elif tokens.size != expected.size or not np.array_equal(tokens, expected):
-                error = divergence(tokenizer, tokens, expected)
-                common = min(tokens.size, expected.size)
-                mismatch = np.flatnonzero(tokens[:common] != expected[:common])
-                first = int(mismatch[0]) if mismatch.size else common
+                error, first = divergence(tokenizer, tokens, expected)
                 wrong = watch.first_wrong
                 if wrong is not None and wrong[0] <= watch.emitting_round(prompt.size + first):
                     error += f"; before that, {watch.describe_wrong(tokenizer)}"

@@ -7,21 +7,21 @@ check_last_token(fn):             fn(p_rows, q_rows, drafts, n_accepted) -> the 
 check_speculative_verify(fn):     fn(draft_tokens, draft_probs, target_probs, rng) -> (emitted, n_accepted),
                                   speculative_verify's contract
 
-The first names a non-strict test (u <= p/q) as such. The second names the usual wrong residuals
-(not normalised, normalised over the whole batch, |p - q|, max(0, q - p), zeros or another
-fallback where p <= q everywhere) before showing the arrays.
+check_residual_distribution names the usual wrong residuals (not normalised, normalised over the
+whole batch, |p - q|, max(0, q - p), zeros or another fallback where p <= q everywhere) before
+showing the arrays. check_accepts names a non-strict test (u <= p/q) as such.
 
-The third does not sample: it walks every branch of speculative decoding on two small bigram
-"languages" (three and four tokens) and compares the exact law of the first tokens with the
-target's own autoregressive law, reporting the total variation between the two and the first
+check_last_token does not sample: it walks every branch of speculative decoding on two small
+bigram "languages" (three and four tokens) and compares the exact law of the first tokens with
+the target's own autoregressive law, reporting the total variation between the two and the first
 branch that differs.
 
-The fourth checks every output against what the rule allows (the accepted prefix, a last token
-the residual or the bonus row can produce, the lengths, no rejected draft whose ratio p/q is at
-least 1), that the inputs are left as they were, that equal seeds give equal outputs (all
-randomness from the rng argument), feeds uniforms that are all 0.0 (and counts that they are
-used), then uniforms 0.99, 0.0, 0.0, ... (a loop that goes on testing after a rejection shows),
-and compares the law of the emitted block over a few thousand calls, on two seeds, with its
+check_speculative_verify checks every output against what the rule allows (the accepted prefix,
+a last token the residual or the bonus row can produce, the lengths, no rejected draft whose
+ratio p/q is at least 1), that the inputs are left as they were, that equal seeds give equal
+outputs (all randomness from the rng argument), feeds uniforms that are all 0.0 (and counts that
+they are used), then uniforms 0.99, 0.0, 0.0, ... (a loop that goes on testing after a rejection
+shows), and compares the law of the emitted block over a few thousand calls, on two seeds, with its
 exact law (enumerated here), by chi-square tests; a law that fits a known shortcut (one uniform
 per round, the bonus from another row) is named first.
 A function that calls the reference its exercise asks for (`residual_distribution`;
@@ -339,7 +339,7 @@ class LastTokenRule:
                     f" The target's call already computed the row after the last draft, p_rows[{gamma}] ="
                     f" {show(p_rows[gamma])}; a token drawn from it costs nothing more ({where})"
                 )
-            right = p_rows[gamma] if k == gamma else residual_distribution(p_rows[k], q_rows[k])
+            right, _ = exact_last_token(p_rows, q_rows, k)
             kind = None
             if last is not None:
                 kind = lower_precision(last, p_rows.dtype, "p_rows") or result_problem(
@@ -396,7 +396,7 @@ def first_wrong_branch(fn, P: np.ndarray, Q: np.ndarray, gamma: int, reveal: boo
             for k in range(gamma + 1):
                 if math.prod(ratios[:k]) * (1 - ratios[k] if k < gamma else 1.0) == 0:
                     continue  # this many accepted drafts cannot happen here
-                got, error = call(fn, (p_rows.copy(), q_rows.copy(), np.array(drafts), k))
+                got, error = call(fn, (p_rows, q_rows, np.array(drafts), k))
                 want, what = exact_last_token(p_rows, q_rows, k)
                 if error is None and got is not None:
                     got = np.asarray(got, dtype=np.float64)
@@ -434,8 +434,7 @@ def last_token_failure(fn, reveal: bool = True) -> str | None:
         try:
             tv, gap, worst, got, want = law_gap(fn, world, gamma)
         except ValueError as error:
-            message = str(error)
-            return message if message.startswith("not attempted yet") else located(message, where)
+            return located(str(error), where)
         if gap > 1e-9:
             names = "".join("abcd"[t] for t in worst)
             branch = first_wrong_branch(fn, *WORLDS[world], gamma, reveal) or (
@@ -547,8 +546,7 @@ def block_text(tokens, q_rows, p_rows) -> str:
 
 def allowed_last_tokens(tokens, q_rows, p_rows) -> list[np.ndarray]:
     """For n = 0..gamma: the distribution the last token comes from after n accepted drafts."""
-    gamma = tokens.size
-    return [residual_distribution(p_rows[n], q_rows[n]) for n in range(gamma)] + [p_rows[gamma]]
+    return [exact_last_token(p_rows, q_rows, n)[0] for n in range(tokens.size + 1)]
 
 
 def read_output(got, tokens, q_rows, p_rows, lasts, zero_uniforms: bool = False) -> tuple[tuple | None, str | None]:
@@ -687,12 +685,9 @@ def compare_law(counts: dict, law: dict, name: str) -> tuple[float, str]:
 def call_verify(fn, refused: dict, tokens, q_rows, p_rows, rng):
     """fn under the course's policy (checkers.attempt): (result, None) or (None, what went wrong).
 
-    The caller names the inputs; an exception's message is cut before the arguments (the rng's repr).
+    The caller names the inputs with `located`, which cuts an exception's own (the rng's repr among them).
     """
-    got, error = call(fn, (tokens, q_rows, p_rows, rng), refused=refused, why=ASKED, in_place=VERIFY_COPY)
-    if error is not None and error.startswith("raised "):
-        error = error[: error.rfind(" for input (")]  # the inputs are shown by the caller, without the rng's repr
-    return got, error
+    return call(fn, (tokens, q_rows, p_rows, rng), refused=refused, why=ASKED, in_place=VERIFY_COPY)
 
 
 USE_THE_RNG = (
@@ -708,13 +703,14 @@ def reproducibility_failure(fn, refused: dict) -> str | None:
     """None when two runs of REPEATS calls with equal seeds give equal outputs, else a counterexample."""
     case = "a rejection in the middle"
     tokens, q_rows, p_rows = VERIFY_CASES[case]
+    lasts = allowed_last_tokens(tokens, q_rows, p_rows)
     runs = []
     for _ in range(2):
         rng, blocks = np.random.default_rng(REPEAT_SEED), []
         for _ in range(REPEATS):
             got, error = call_verify(fn, refused, tokens, q_rows, p_rows, rng)
             if error is None:
-                emitted, error = read_output(got, tokens, q_rows, p_rows, allowed_last_tokens(tokens, q_rows, p_rows))
+                emitted, error = read_output(got, tokens, q_rows, p_rows, lasts)
             if error is not None:
                 return located(error, f"for {block_text(tokens, q_rows, p_rows)} ({case})")
             blocks.append(emitted)
@@ -767,11 +763,7 @@ def verify_failure(fn, refused: dict) -> str | None:
         if error is None:
             _, error = read_output(got, tokens, q_rows, p_rows, allowed_last_tokens(tokens, q_rows, p_rows))
         if error is not None:
-            return (
-                error
-                if error.startswith("not attempted")
-                else located(error, f"for {block_text(tokens, q_rows, p_rows)} ({case})")
-            )
+            return located(error, f"for {block_text(tokens, q_rows, p_rows)} ({case})")
     failure = reproducibility_failure(fn, refused)
     if failure is not None:
         return failure

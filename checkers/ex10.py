@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from checkers import call, located, namesakes, result_problem, show, verdict
+from checkers import call, located, namesakes, narrower_float, result_problem, show, verdict
 from specdec import harness
 from specdec.speculative import SpeculativeResult
 
@@ -36,14 +36,6 @@ def refused_in(fn, names: tuple[str, ...], alpha_property: bool = False) -> dict
 
 def yourself(what: str) -> str:
     return f"it computes {what} for you, and the exercise asks you to count it yourself"
-
-
-def float_width(got) -> str | None:
-    """'float32' (or another name) when got is a numpy float or float array narrower than float64, else None."""
-    dtype = getattr(got, "dtype", None)
-    if dtype is not None and np.issubdtype(dtype, np.floating) and dtype != np.float64:
-        return str(dtype)
-    return None
 
 
 # --- estimate_alpha ----------------------------------------------------------------------
@@ -97,7 +89,7 @@ def check_estimate_alpha(fn) -> bool:
         if error is not None:
             return verdict("estimate_alpha", located(error, where), len(cases))
         expected = reference_estimate_alpha(accepted, drafted)
-        width = float_width(got)
+        width = narrower_float(got)
         if width is not None and same_rate(got, expected, rel_tol=1e-6):
             failure = (
                 f"the right value in {width}, which keeps only about 7 significant digits; float64 is asked"
@@ -268,10 +260,19 @@ def tokens_by_position(acceptance, gamma: int) -> float:
     return 1.0 + float(np.cumprod(np.asarray(acceptance, dtype=np.float64)[:gamma]).sum())
 
 
+def speedup(acceptance, gamma: int, c: float, f: dict) -> float:
+    """The predicted speedup of gamma drafts: E[tokens] over the round's cost gamma c + f(gamma + 1)."""
+    return tokens_by_position(acceptance, gamma) / (gamma * c + f[gamma + 1])
+
+
+def candidates(acceptance, f: dict) -> list[int]:
+    """The gammas that can be priced: a measured rate for each draft and a measured f(gamma + 1)."""
+    return [gamma for gamma in range(1, len(acceptance) + 1) if gamma + 1 in f]
+
+
 def reference_best_gamma_by_position(acceptance, c: float, f: dict) -> int:
     """The gamma (1..len(acceptance), f(gamma + 1) known) with the highest speedup; the smallest on ties."""
-    candidates = [gamma for gamma in range(1, len(acceptance) + 1) if gamma + 1 in f]
-    return max(candidates, key=lambda gamma: tokens_by_position(acceptance, gamma) / (gamma * c + f[gamma + 1]))
+    return max(candidates(acceptance, f), key=lambda gamma: speedup(acceptance, gamma, c, f))
 
 
 def best_gamma_cases() -> list[tuple]:
@@ -307,7 +308,7 @@ def check_best_gamma_by_position(fn) -> bool:
     """fn(acceptance, c, f) must return the gamma of reference_best_gamma_by_position (an integer)."""
     cases = best_gamma_cases()
     for acceptance, c, f in cases:
-        got, error = call(fn, (acceptance.copy(), c, dict(f)))
+        got, error = call(fn, (acceptance, c, dict(f)))  # call copies the array, not the dict
         where = f"for acceptance = {show(acceptance)}, c = {c}, f = {show(f)}"
         if error is not None:
             return verdict("best_gamma_by_position", located(error, where), len(cases))
@@ -320,12 +321,8 @@ def check_best_gamma_by_position(fn) -> bool:
             )
             return verdict("best_gamma_by_position", located(failure, where), len(cases))
         if got != expected:
-            speedups = ", ".join(
-                f"{g}: {tokens_by_position(acceptance, g) / (g * c + f[g + 1]):.4f}"
-                for g in range(1, len(acceptance) + 1)
-                if g + 1 in f
-            )
-            valid = [g for g in range(1, len(acceptance) + 1) if g + 1 in f]
+            valid = candidates(acceptance, f)
+            speedups = ", ".join(f"{g}: {speedup(acceptance, g, c, f):.4f}" for g in valid)
             outside = (
                 f"gamma = {show(got)} is not a candidate: it needs a measured rate for each of its drafts "
                 f"({len(acceptance)} are given) and a measured f(gamma + 1); "
@@ -341,13 +338,11 @@ def check_best_gamma_by_position(fn) -> bool:
 def gamma_hint(got: int, expected: int, acceptance, c: float, f: dict) -> str:
     """The diagnosis of a mistake seen in learners' answers, to put first, or ''. The cases are ordered so that
     each of these mistakes fails first where no other known mistake gives the same gamma."""
-    valid = [gamma for gamma in range(1, len(acceptance) + 1) if gamma + 1 in f]
+    valid = candidates(acceptance, f)
     reach = np.cumprod(np.asarray(acceptance, dtype=np.float64))  # (L,) P(draft j is kept)
     without_one = max(valid, key=lambda gamma: reach[:gamma].sum() / (gamma * c + f[gamma + 1]))
     alpha = float(np.mean(acceptance))  # the shortcut: one alpha for every position
-    mean_rate = max(
-        valid, key=lambda gamma: tokens_by_position(np.full(gamma, alpha), gamma) / (gamma * c + f[gamma + 1])
-    )
+    mean_rate = max(valid, key=lambda gamma: speedup(np.full(gamma, alpha), gamma, c, f))
     if got == without_one:
         return "E[tokens] starts at 1, the target's own token: write E = 1 + np.cumprod(acceptance)[:gamma].sum(): "
     if got == mean_rate:

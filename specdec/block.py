@@ -103,7 +103,8 @@ class BlockRule:
                 added = p[gamma]  # (V,) the bonus
             else:
                 excess = np.maximum((w[tau] if self.residual == "weighted" else 1.0) * p[tau] - q[tau], 0.0)  # (V,)
-                added = excess / excess.sum() if excess.sum() > 0 else p[tau]  # (V,) as block_verify_drawn
+                mass = excess.sum()
+                added = excess / mass if mass > 0 else p[tau]  # (V,) as block_verify_drawn
             for y in np.flatnonzero(added).tolist():
                 law[drafts[:tau] + (y,)] = law.get(drafts[:tau] + (y,), 0.0) + stop * added[y]
         return law

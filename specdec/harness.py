@@ -71,7 +71,7 @@ class TimedModel:
     def __init__(self, model):
         self.model, self.starts, self.calls = model, [], []  # starts: perf_counter() at each call; calls: (n, seconds)
 
-    def __getattr__(self, name):  # vocab_size, max_context, name
+    def __getattr__(self, name):  # start, vocab_size, max_context, name
         return getattr(self.model, name)
 
     def score(self, tokens, state) -> np.ndarray:
@@ -169,7 +169,7 @@ def summarize(gamma, plain: Sequence, speculative: Sequence, costs: TurnCosts | 
     tokens, plain_tokens = (sum(r.tokens.size for r in runs) for runs in (speculative, plain))
     seconds, plain_seconds = (sum(r.seconds for r in runs) for runs in (speculative, plain))
     calls, drafted = sum(r.target_calls for r in speculative), sum(r.drafted for r in speculative)
-    accepted = int(acceptance_counts(speculative)[1].sum())
+    accepted = sum(r.accepted for r in speculative)
     return Summary(
         gamma=gamma,
         tokens=tokens,
@@ -288,14 +288,12 @@ def repetition(row: Summary) -> Repetition:
     """The runs of `row` whose output loops, and its figures without them."""
     repeated = [repeated_fraction(result.tokens) for result in row.speculative]
     fresh = [i for i, fraction in enumerate(repeated) if not fraction > LOOP_FRACTION]  # runs that do not loop
-    plain, fast = [row.plain[i] for i in fresh], [row.speculative[i] for i in fresh]
-    tokens, calls = sum(r.tokens.size for r in fast), sum(r.target_calls for r in fast)
-    plain_speed = sum(r.tokens.size for r in plain) / sum(r.seconds for r in plain) if fresh else math.nan
+    rest = summarize(row.gamma, [row.plain[i] for i in fresh], [row.speculative[i] for i in fresh]) if fresh else None
     return Repetition(
         repeated=repeated,
         looping=len(repeated) - len(fresh),
-        tokens_per_call_not_looping=tokens / calls if calls else math.nan,
-        speedup_not_looping=tokens / sum(r.seconds for r in fast) / plain_speed if fresh else math.nan,
+        tokens_per_call_not_looping=rest.tokens_per_call if rest else math.nan,
+        speedup_not_looping=rest.speedup if rest else math.nan,
     )
 
 

@@ -44,7 +44,7 @@ from specdec.pipeline import SamplingParams
 from specdec.protocol import TokenHistory
 from specdec.speculative import speculative_generate
 from specdec.threads import cpu_name
-from specdec.validation import check_new_tokens, check_rollback
+from specdec.validation import check_new_tokens, check_rollback, check_score
 
 # specdec.gpt array name -> GPT-2 parameter name, for layer i (Conv1D weights are (in, out): no transpose).
 LAYER_MAP = {
@@ -151,9 +151,9 @@ def to_transformers(model: GPT, attn_implementation: str = "sdpa") -> GPT2LMHead
 class TransformersState:
     """One generation's memory of a TransformersLM: a Transformers KV cache and how many tokens it holds."""
 
-    def __init__(self, lm: "TransformersLM"):
-        self.lm = lm
-        self.cache = DynamicCache(config=lm.hf_model.config)
+    def __init__(self, model: "TransformersLM"):
+        self.model = model  # the TransformersLM whose keys these are
+        self.cache = DynamicCache(config=model.hf_model.config)
         self.length = 0
 
     def rollback(self, length: int) -> None:
@@ -192,14 +192,8 @@ class TransformersLM:
 
     def score(self, tokens, state: TransformersState) -> np.ndarray:
         """Logits (n, V) for the token after each new token; the tokens are appended to `state`'s cache."""
-        if not isinstance(state, TransformersState) or state.lm is not self:
-            raise TypeError(f"state must come from this model's start(), got {type(state).__name__}")
-        tokens = check_new_tokens(tokens, self.vocab_size)  # (n,)
+        tokens = check_score(tokens, state, TransformersState, self)  # (n,) and room for them
         end = state.length + tokens.size
-        if end > self.max_context:
-            raise ValueError(
-                f"context overflow: {state.length} tokens seen + {tokens.size} new > max_context {self.max_context}"
-            )
         with torch.inference_mode():
             device = self.hf_model.device  # the CPU here; a GPU model gets its inputs there
             input_ids = torch.from_numpy(tokens)[None].to(device)  # (1, n)

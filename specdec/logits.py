@@ -1,5 +1,5 @@
 # Generated from notebooks/01_logits_softmax_temperature.ipynb by tools/export.py: edit the notebook, not this file.
-"""Logits to probabilities: validation, a numerically stable softmax, log-softmax, temperature."""
+"""Logits to probabilities: a numerically stable softmax, log-softmax, temperature."""
 
 import numpy as np
 

@@ -28,7 +28,7 @@ class NGramModel:
         self.order, self.vocab_size, self.name = order, vocab_size, name
         self.max_context = 1_000_000  # only the last order-1 tokens matter; this bounds the history
         self.unigram = tables["unigram"].astype(np.float64)  # (V,) probabilities
-        self.tables = [None] + [tuple(tables[f"{name}{k}"] for name in TABLES) for k in range(1, order)]
+        self.tables = [None] + [tuple(tables[f"{table}{k}"] for table in TABLES) for k in range(1, order)]
 
     @classmethod
     def build(cls, tokens, order: int, vocab_size: int, name: str = "ngram") -> "NGramModel":

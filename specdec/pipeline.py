@@ -15,7 +15,7 @@ from specdec.validation import (
     check_logits,
     check_min_p,
     check_params,
-    check_rng,
+    check_sampling_rng,
     check_temperature,
     check_top_p,
 )
@@ -90,9 +90,9 @@ def sample_token(logits, params: SamplingParams = SamplingParams(), rng: np.rand
     params = check_params(params)
     if params.greedy:
         return np.argmax(check_logits(logits), axis=-1)
-    if rng is None:
-        raise TypeError("rng must be a np.random.Generator when temperature > 0, got None")
-    return draw(sampling_probs(logits, params), check_rng(rng))  # rows are distributions by construction
+    return draw(
+        sampling_probs(logits, params), check_sampling_rng(rng, params)
+    )  # rows are distributions by construction
 
 
 def kept_count(top: np.ndarray, full_mass: np.ndarray | None, whole_row: bool, params: SamplingParams) -> np.ndarray:

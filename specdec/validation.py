@@ -156,12 +156,7 @@ def check_logits(logits, name: str = "logits") -> np.ndarray:
 
 
 def check_temperature(temperature) -> float:
-    """Return `temperature` as a float after checking it is a finite number >= 0 (0 means greedy).
-
-    Like every check in the package, it uses one rule (specdec/validation.py): a wrong type
-    (a string, None, a bool) raises TypeError, a number out of range (negative, NaN, inf)
-    raises ValueError, and both messages name the argument and what is allowed.
-    """
+    """Return `temperature` as a float after checking it is a finite number >= 0 (0 means greedy)."""
     return check_real(temperature, "temperature", 0, note="0 means greedy")
 
 

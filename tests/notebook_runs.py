@@ -1,7 +1,7 @@
 """Run a course notebook in a fresh kernel, whole or with its Going-further sections removed, then drive its explorers.
 
 The course promises that a learner who skips every "Going further" section meets no error
-(docs/authoring.md, "The core runs alone"): `core_only` removes those sections exactly as
+(docs/authoring.md, "The core writes what it teaches"): `core_only` removes those sections exactly as
 `tools/course_stats.py` counts them. Explorers are driven in the same kernel after the last cell:
 every `interact` callback is called with values spread over each control's range (one control at
 a time, the others at their defaults, then all at their last value), and every other control

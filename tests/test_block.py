@@ -32,9 +32,9 @@ from test_speculative import (
 )
 
 from specdec import SamplingParams, block_verify, generate, speculative_generate, speculative_verify
-from specdec.block import BlockRule, block_verify_drawn, block_weights
+from specdec.block import BlockRule, block_keeps, block_verify_drawn, block_weights
 from specdec.drawing import chi_square_test, draw
-from specdec.exact import TableModel, round_law, target_law, text_law
+from specdec.exact import Rule, TableModel, bigram, round_law, target_law, text_law
 
 ALPHA = 1e-3  # the exact algorithm must not be rejected at this level (fixed seeds: a deterministic verdict)
 REJECT = 1e-6  # a mistake must be rejected at this level by the very same test
@@ -136,37 +136,25 @@ def test_h_is_exactly_one_where_the_running_ratio_is_one():
     assert below_one_the_other_way > 0  # the check above could have failed
 
 
-def stop_law(tokens, q, p) -> tuple[np.ndarray, np.ndarray]:
-    """Exact P(tau = i | drafts), i = 0..gamma, for block verification, and the weights w."""
-    w, h = block_weights(np.asarray(tokens), q, p)
-    gamma = len(tokens)
-    law = np.array([(h[i] if i else 1.0) * np.prod(1 - h[i + 1 :]) for i in range(gamma + 1)])
-    return law, w
-
-
-def token_stop_law(tokens, q, p) -> np.ndarray:
-    """Exact P(n accepted = i | drafts) for token-level verification."""
-    a = np.array([min(1.0, p[i, x] / q[i, x]) for i, x in enumerate(tokens)])
-    reach = np.concatenate([[1.0], np.cumprod(a)])  # (gamma + 1,) P(first i accepted)
-    return reach * np.append(1 - a, 1.0)
+def token_keeps(tokens, q, p) -> list[float]:
+    """Exact P(n accepted = i | drafts), i = 0..gamma, for token-level verification (block_keeps' counterpart)."""
+    return Rule().acceptance_law([min(1.0, p[i, x] / q[i, x]) for i, x in enumerate(tokens)])
 
 
 def expected_accepted(P, Q, gamma: int, law) -> float:
-    """E[drafts kept per round] for context-free rows P (gamma + 1, V), Q (gamma, V)."""
+    """E[drafts kept per round] for context-free rows P (gamma + 1, V), Q (gamma, V), law block_keeps or token_keeps."""
     total = 0.0
     for drafts in itertools.product(range(Q.shape[1]), repeat=gamma):
         weight = np.prod([Q[i, x] for i, x in enumerate(drafts)])
         if weight > 0:
-            stops = law(drafts, Q, P)
-            stops = stops[0] if isinstance(stops, tuple) else stops
-            total += weight * (stops * np.arange(gamma + 1)).sum()
+            total += weight * (np.asarray(law(drafts, Q, P)) * np.arange(gamma + 1)).sum()
     return total
 
 
 def test_the_papers_example_keeps_11_ninths_of_a_draft_against_10_ninths():
     p, q = np.array([[1 / 3, 2 / 3]] * 3), np.array([[2 / 3, 1 / 3]] * 2)
-    assert expected_accepted(p, q, 2, token_stop_law) == pytest.approx(10 / 9, abs=1e-12)
-    assert expected_accepted(p, q, 2, stop_law) == pytest.approx(11 / 9, abs=1e-12)
+    assert expected_accepted(p, q, 2, token_keeps) == pytest.approx(10 / 9, abs=1e-12)
+    assert expected_accepted(p, q, 2, block_keeps) == pytest.approx(11 / 9, abs=1e-12)
 
 
 # --- 2. exact enumeration on tiny context-dependent languages -----------------------------------
@@ -190,13 +178,11 @@ def random_pair(seed: int, vocab: int = 3, concentration: float = 0.6):
     return (lambda c: row(target_rows, c)), (lambda c: row(draft_rows, c))
 
 
-class Verifier:
-    """Block verification or one of its variants, as a rule of specdec.exact (drafts come from q).
+class Variant:
+    """A variant of block verification as a rule of specdec.exact (drafts come from q), for rule() below.
 
-    "block" is specdec.block.BlockRule's law; "q = 1" verifies every draft as if the draft were
-    certain (a valid verifier, and wasteful); the mistakes of MISTAKES are the other names. Only the
-    law of one verification given its drafts is written here: the walk over drafted blocks and the
-    chaining of rounds are specdec.exact's, the course's one oracle.
+    "q = 1" verifies every draft as if the draft were certain: BlockRule's law with point masses for q
+    (a valid verifier, and wasteful). "ratio with q = 1" and "first failure stops" are mistakes of MISTAKES.
     """
 
     def __init__(self, name: str):
@@ -206,14 +192,14 @@ class Verifier:
         return q
 
     def verify_law(self, drafts: tuple, q, p) -> dict:
-        if self.name == "block":
-            return BlockRule().verify_law(drafts, q, p)
         gamma, vocab = len(drafts), p.shape[1]
         point_masses = np.eye(vocab)[list(drafts)]  # (gamma, V)
-        q_verify = point_masses if self.name == "q = 1" else q  # the rows the residual uses
-        stops, w = stop_law(drafts, point_masses if self.name in ("q = 1", "ratio with q = 1") else q, p)
-        if self.name == "first failure stops":
-            h = block_weights(np.array(drafts), q, p)[1]
+        if self.name == "q = 1":
+            return BlockRule().verify_law(drafts, point_masses, p)
+        if self.name == "ratio with q = 1":  # stops and weights as if q were 1, the residual with q
+            stops, w = block_keeps(drafts, point_masses, p), block_weights(np.array(drafts), point_masses, p)[0]
+        else:  # "first failure stops": the prefix before the first failed test, the weighted residual
+            w, h = block_weights(np.array(drafts), q, p)
             stops = np.array([np.prod(h[1 : i + 1]) * (1 - h[i + 1] if i < gamma else 1.0) for i in range(gamma + 1)])
         law = {}
         for tau in range(gamma + 1):
@@ -222,8 +208,7 @@ class Verifier:
             if tau == gamma:
                 last = p[gamma]
             else:
-                scale = 1.0 if self.name == "plain residual" else w[tau]
-                excess = np.maximum(scale * p[tau] - q_verify[tau], 0.0)
+                excess = np.maximum(w[tau] * p[tau] - q[tau], 0.0)
                 last = excess / excess.sum() if excess.sum() > 0 else p[tau]
             for y in np.flatnonzero(last):
                 key = drafts[:tau] + (int(y),)
@@ -231,9 +216,23 @@ class Verifier:
         return law
 
 
+def rule(name: str):
+    """Block verification ("block") or one of its variants, as a rule of specdec.exact (drafts come from q).
+
+    "block" is specdec.block.BlockRule's law and "plain residual" BlockRule's residual="plain"; the
+    other names are Variant's. Only the law of one verification given its drafts is written here: the
+    walk over drafted blocks and the chaining of rounds are specdec.exact's, the course's one oracle.
+    """
+    if name == "block":
+        return BlockRule()
+    if name == "plain residual":
+        return BlockRule(name, residual="plain")
+    return Variant(name)
+
+
 def law_gap(target, draft, gamma: int, verifier: str, k: int = 4) -> float:
     """max |law - target's law| over the first k tokens of the text, both by enumeration."""
-    law = text_law(Verifier(verifier), target, draft, (0,), gamma, k)  # (V,) * k
+    law = text_law(rule(verifier), target, draft, (0,), gamma, k)  # (V,) * k
     assert abs(law.sum() - 1) < 1e-9
     return float(np.abs(law - target_law(target, (0,), k)).max())
 
@@ -252,8 +251,8 @@ def test_verifying_with_q_one_is_exact_but_keeps_fewer_drafts():
         assert law_gap(target, draft, 3, "q = 1") < 1e-12
     rng = np.random.default_rng(2)
     q, p = rng.dirichlet(np.ones(4), size=3), rng.dirichlet(np.ones(4), size=4)
-    as_certain = expected_accepted(p, q, 3, lambda d, q_rows, p_rows: stop_law(d, np.eye(4)[list(d)], p_rows))
-    assert as_certain < expected_accepted(p, q, 3, stop_law) - 0.05
+    as_certain = expected_accepted(p, q, 3, lambda d, q_rows, p_rows: block_keeps(d, np.eye(4)[list(d)], p_rows))
+    assert as_certain < expected_accepted(p, q, 3, block_keeps) - 0.05
 
 
 @pytest.mark.parametrize("mistake", MISTAKES)
@@ -273,14 +272,14 @@ def test_block_keeps_at_least_as_many_drafts_as_token_level_in_expectation():
         gamma, vocab = int(rng.integers(1, 5)), int(rng.integers(2, 5))
         q = rng.dirichlet(np.full(vocab, 0.7), size=gamma)  # (gamma, V)
         p = rng.dirichlet(np.full(vocab, 0.7), size=gamma + 1)  # (gamma + 1, V)
-        block, token = expected_accepted(p, q, gamma, stop_law), expected_accepted(p, q, gamma, token_stop_law)
+        block, token = expected_accepted(p, q, gamma, block_keeps), expected_accepted(p, q, gamma, token_keeps)
         assert block >= token - 1e-12, (block, token)
         gains.append(block - token)
     assert max(gains) > 0.05  # and it is sometimes clearly more
     assert min(g for g in gains) > -1e-12
     # gamma = 1 has nothing to judge jointly: the two rules keep the same expected number
     p, q = rng.dirichlet(np.ones(4), size=2), rng.dirichlet(np.ones(4), size=1)
-    assert expected_accepted(p, q, 1, stop_law) == pytest.approx(expected_accepted(p, q, 1, token_stop_law), abs=1e-12)
+    assert expected_accepted(p, q, 1, block_keeps) == pytest.approx(expected_accepted(p, q, 1, token_keeps), abs=1e-12)
 
 
 # --- 4. chi-square tests on the library's code, and the same tests on the mistakes --------------
@@ -335,7 +334,7 @@ def expected(position: str, setting: str) -> np.ndarray:
 def exact_cells(setting: str, verifier: str, position: str) -> np.ndarray:
     """The exact law of a position's cells under `verifier`, by enumeration with the toy tables."""
     P, Q = tables(setting)
-    target, draft = (lambda c: P[c[-1]]), (lambda c: Q[c[-1]])
+    target, draft = bigram(P), bigram(Q)
 
     def law(context, k):  # rounds of min(GAMMA, remaining - 1) drafts, as speculative_generate drafts
         if k == 0:
@@ -344,7 +343,7 @@ def exact_cells(setting: str, verifier: str, position: str) -> np.ndarray:
         if g == 0:  # an ordinary decoding step
             rounds = {(int(y),): P[context[-1], y] for y in range(V)}
         else:
-            rounds = round_law(Verifier(verifier), target, draft, tuple(context), g)
+            rounds = round_law(rule(verifier), target, draft, tuple(context), g)
         out = {}
         for emitted, prob in rounds.items():
             for rest, prob_rest in law(list(context) + list(emitted), k - len(emitted)).items():

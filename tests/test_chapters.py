@@ -44,10 +44,6 @@ BUILDS = {
 }
 
 
-def source(cell: dict) -> str:
-    return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-
-
 def parse(code: str) -> ast.Module | None:
     """The cell as Python, IPython magics blanked; None for a cell that does not parse."""
     code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n"))
@@ -96,21 +92,20 @@ def chapter(path: Path) -> list[dict]:
     for index, (cell, further) in enumerate(course_stats.split_sections(cells)):
         if cell["cell_type"] != "code":
             continue
-        text = source(cell)
+        text = course_stats.cell_source(cell)
         found = export.cell_directive(text, f"{path.name}, cell {index}")
         exported = found is not None and found[0] == "export"
         tree = parse(text)
         if tree is None:
             continue
+        defines = defined_names(tree)
         out.append(
             {
                 "index": index,
                 "core": not further,
                 "exported": exported,
-                "defines": defined_names(tree),
-                "uses": used_names(tree) - defined_names(tree),
-                "hidden": cell.get("metadata", {}).get("jupyter", {}).get("source_hidden", False),
-                "text": text,
+                "defines": defines,
+                "uses": used_names(tree) - defines,
             }
         )
     return out
@@ -160,12 +155,17 @@ def test_a_reference_answer_right_under_its_exercise_is_folded(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     plain_view = []
     for i, cell in enumerate(cells[:-1]):
-        if cell["cell_type"] != "code" or not EXERCISE_CHECK.search(source(cell)):
+        if cell["cell_type"] != "code" or not EXERCISE_CHECK.search(course_stats.cell_source(cell)):
             continue
         following = [c for c in cells[i + 1 : i + 3] if c["cell_type"] == "code"][:1]
-        spoiler = any("spoiler" in source(c).lower() for c in cells[i + 1 : i + 3] if c["cell_type"] == "markdown")
+        spoiler = any(
+            "spoiler" in course_stats.cell_source(c).lower()
+            for c in cells[i + 1 : i + 3]
+            if c["cell_type"] == "markdown"
+        )
         for nxt in following:
+            text = course_stats.cell_source(nxt)
             hidden = nxt.get("metadata", {}).get("jupyter", {}).get("source_hidden", False)
-            if export.cell_directive(source(nxt), path.name) and not (hidden or spoiler):
-                plain_view.append(source(nxt).split("\n")[1][:60])
+            if export.cell_directive(text, path.name) and not (hidden or spoiler):
+                plain_view.append(text.split("\n")[1][:60])
     assert not plain_view, f"{path.name}: references in plain view under their exercise: {plain_view}"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import load_solution
+from helpers import diagnosis, load_solution
 
 import checkers
 from checkers import ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11
@@ -116,11 +116,6 @@ def run(checker, fn, capsys) -> str:
     out = capsys.readouterr().out
     assert not passed, f"{checker.__name__} accepted a wrong answer:\n{out}"
     return out
-
-
-def diagnosis(out: str) -> str:
-    """The checker's message without its '✗ name: ' prefix."""
-    return out.split(": ", 1)[1] if ": " in out else out
 
 
 def changed(value):

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import markdown_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -47,18 +48,13 @@ def quoted_totals() -> dict[str, int]:
     return {"00-05": half, "00-10": full, "00-11": extended}
 
 
-def markdown_of_notebook(path: Path) -> str:
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return "\n".join(course_stats.cell_source(cell) for cell in cells if cell["cell_type"] == "markdown")
-
-
 @pytest.mark.parametrize(
     "where",
     ["README.md", "docs/instructors.md", "notebooks/00_welcome.ipynb"],
 )
 def test_the_quoted_course_times_are_the_sums_of_the_notebook_headers(where):
     path = ROOT / where
-    text = markdown_of_notebook(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8")
+    text = "\n".join(markdown_cells(path)) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8")
     totals = quoted_totals()
     for group, minutes in totals.items():
         phrase = f"core path of notebooks {group.replace('-', '–')}: about {minutes} minutes"
@@ -146,7 +142,9 @@ def quoted_numbers(markdown: str) -> set[str]:
 def test_numbers_quoted_in_prose_are_printed_by_the_notebook(path):
     outputs = output_text(path)
     missing = sorted(
-        token for token in quoted_numbers(markdown_of_notebook(path)) - CITED[path.name[:2]] if token not in outputs
+        token
+        for token in quoted_numbers("\n".join(markdown_cells(path))) - CITED[path.name[:2]]
+        if token not in outputs
     )
     assert not missing, f"{path.name}: markdown quotes {missing}, which no output of the notebook prints"
 

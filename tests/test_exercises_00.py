@@ -107,11 +107,8 @@ def test_a_broadcasting_error_points_at_keepdims(capsys):
 
 
 def test_one_sum_for_the_whole_array_is_named_first(capsys):
-    def whole_array(weights):  # the warm-up's wrong attempt: right for one row, wrong for a batch
-        weights = np.asarray(weights, dtype=np.float64)
-        return weights / weights.sum()
-
-    assert not check_normalise(whole_array)
+    """The warm-up's wrong attempt: right for one row, wrong for a batch."""
+    assert not check_normalise(whole_batch_sum)
     out = capsys.readouterr().out
     assert out.startswith(
         "✗ normalise: each row must sum to 1, not the whole array: row 0 sums to 0.333333; divide each row by its"

@@ -1,12 +1,12 @@
 """Notebook 03's exercise checkers: the reference solutions pass, realistic wrong answers and the stub fail."""
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import notebook_prose, words_before_the_input
 
 import specdec
 import specdec.topk
@@ -696,32 +696,21 @@ def test_top_k_filter_names_the_core_kth_largest_when_it_calls_the_package(capsy
 # --- what the notebook says about its checkers and its timings ------------------------------
 
 
-def notebook_prose() -> str:
-    path = Path(__file__).resolve().parent.parent / "notebooks" / "03_top_k.ipynb"
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
-
-
 def test_the_notebook_says_the_checkers_refuse_calls_and_replace_nothing():
     """The checkers watch calls (checkers.watching) and swap nothing: the prose must not say otherwise."""
-    prose = notebook_prose()
+    prose = notebook_prose("03_top_k.ipynb")
     assert "replaced by wrong" not in prose and "are replaced" not in prose
     assert "The checker refuses a call to `top_k_filter`, `kth_largest`" in prose
 
 
 def test_the_timing_prose_promises_no_machine_dependent_gap():
     """np.partition against a sort, top_k_filter against np.partition: the gaps depend on the CPU."""
-    prose = notebook_prose()
+    prose = notebook_prose("03_top_k.ipynb")
     assert "well above" not in prose
     assert "usually sits above `np.partition`'s; by how much depends on the machine" in prose
 
 
 # --- wrong answers from the timed reads after the restructure: each named, diagnosis first ------------
-
-
-def diagnosis_of(out: str) -> str:
-    """The checker's words before the input it names: the diagnosis comes first."""
-    return out.split(" (for ", 1)[0]
 
 
 def kth_along_axis_0(x, k):  # np.partition down the batch: each column is partitioned, not each row
@@ -740,7 +729,7 @@ def test_kth_largest_names_the_mistake_first(wrong, words, capsys):
     assert not ex03.check_kth_largest(wrong)
     out = capsys.readouterr().out
     for word in words:
-        assert word in diagnosis_of(out), out
+        assert word in words_before_the_input(out), out
     assert out.count("\n") == 1, out  # one line: a batch's rows side by side, not one per line
 
 
@@ -779,25 +768,25 @@ def test_top_k_names_the_mistake_first(wrong, words, capsys):
     assert not ex03.check_top_k_filter(wrong)
     out = capsys.readouterr().out
     for word in words:
-        assert word in diagnosis_of(out), out
+        assert word in words_before_the_input(out), out
     assert out.count("\n") == 1, out
 
 
 def test_top_k_test_says_which_result_it_accepted(capsys):
     assert not ex03.check_top_k_test(accepts_everything)
     out = capsys.readouterr().out
-    assert diagnosis_of(out).endswith("your test accepted a wrong result: it drops tokens tied with the 2nd largest"), (
-        out
-    )
+    assert words_before_the_input(out).endswith(
+        "your test accepted a wrong result: it drops tokens tied with the 2nd largest"
+    ), out
 
 
 def test_top_k_test_names_one_threshold_for_the_whole_batch(capsys):
     assert not ex03.check_top_k_test(treats_the_batch_as_one_row)
-    words = diagnosis_of(capsys.readouterr().out)
+    words = words_before_the_input(capsys.readouterr().out)
     for word in ["your test rejected a correct result", "checks the whole batch against one threshold", "row by row"]:
         assert word in words, words
 
 
 def test_the_statement_says_which_dtype_the_filter_returns():
-    assert "np.result_type(logits.dtype, np.float32)" in notebook_prose()
-    assert "float32 stays float32, integers become float64" in notebook_prose()
+    assert "np.result_type(logits.dtype, np.float32)" in notebook_prose("03_top_k.ipynb")
+    assert "float32 stays float32, integers become float64" in notebook_prose("03_top_k.ipynb")

@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers import diagnosis
 from helpers import load_solution as load
 
 import specdec
@@ -192,11 +193,6 @@ def test_bits_messages_name_the_precision(capsys):
     ex06.check_bits_and_perplexity(computes_in_float16)
     out = capsys.readouterr().out
     assert "right only to float16 precision" in out and "float64 is asked" in out
-
-
-def diagnosis(out: str) -> str:
-    """The checker's message without its '✗ name: ' prefix."""
-    return out.split(": ", 1)[1]
 
 
 @pytest.mark.parametrize("wrong", [rounds_through_float32, float32_bits_float64_perplexity])

@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from helpers import diagnosis, markdown_cells
 
 from checkers import ex08
 from specdec import SamplingParams, generate, speculative_generate
@@ -216,22 +217,21 @@ def test_accept_names_a_hidden_loop_or_a_changed_input(wrong, expected, capsys):
 
 
 @pytest.mark.parametrize(
-    "wrong, diagnosis",
+    "wrong, first_words",
     [
         (emits_a_list, "your function returned a list where a numpy array is asked (tokens to emit, dtype int64"),
         (emits_int32, "your function returned int32 tokens to emit where int64 is asked"),
     ],
 )
-def test_accept_asks_for_an_int64_array_diagnosis_first(wrong, diagnosis, capsys):
+def test_accept_asks_for_an_int64_array_diagnosis_first(wrong, first_words, capsys):
     assert not ex08.check_accept_greedy(wrong)
-    message = capsys.readouterr().out.split(": ", 1)[1]
-    assert message.startswith(diagnosis) and "(for drafts [5, 7, 9] (gamma = 3)" in message, message
+    message = diagnosis(capsys.readouterr().out)
+    assert message.startswith(first_words) and "(for drafts [5, 7, 9] (gamma = 3)" in message, message
 
 
 def test_the_statement_says_emitted_is_an_int64_array():
     """The checker refuses a list for `emitted`: the exercise says so before the learner writes one."""
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    statement = next(cell.source for cell in notebook.cells if cell.source.startswith("### Exercise 1"))
+    statement = next(source for source in markdown_cells(NOTEBOOK) if source.startswith("### Exercise 1"))
     assert "int64 numpy" in statement and "refuses a list" in statement
 
 
@@ -288,7 +288,7 @@ def test_lengths_rejects(wrong, capsys):
 
 def test_lengths_message_names_the_full_accept_case(capsys):
     ex08.check_cache_lengths(draft_like_target)
-    message = capsys.readouterr().out.split(": ", 1)[1]
+    message = diagnosis(capsys.readouterr().out)
     assert message.startswith("expected (target_length, draft_length) = (68, 67), got (68, 68)"), message
     assert message.endswith("(for sequence_length 64, gamma 4, n_accepted 4: every draft accepted)\n"), message
 
@@ -585,7 +585,7 @@ def test_the_bug_shows_as_a_divergence_from_greedy(capsys):
     ex08.check_speculative_greedy(ex08.buggy_speculative_greedy)
     out = capsys.readouterr().out
     assert "differs from plain greedy" in out and "raised" not in out
-    message = out.split(": ", 1)[1]  # the diagnosis first, the case after
+    message = diagnosis(out)  # the diagnosis first, the case after
     assert message.startswith("token ") and "(with the bundled n-gram draft, gamma 4, max_new_tokens 40" in message
 
 

@@ -477,14 +477,19 @@ always_accept = verifier(always=True)
 bonus_from_the_last_draft_row = verifier(bonus_row=-1)  # p[gamma - 1] instead of p[gamma]
 
 
+def emit(tokens, q, p, n, rng):
+    """The tail the wrong verifiers below share: the n accepted drafts, then p[n]'s draw or the residual's."""
+    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
+    return np.append(tokens[:n], last).astype(np.int64), n
+
+
 def global_uniforms_non_strict(draft_tokens, draft_probs, target_probs, rng):
     """u <= p/q with uniforms from numpy's global state: the probe with uniforms 0.0 never reaches it."""
     tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
     n = 0
     while n < tokens.size and np.random.rand() <= p[n, tokens[n]] / q[n, tokens[n]]:  # noqa: NPY002 (the bug)
         n += 1
-    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
-    return np.append(tokens[:n], last).astype(np.int64), n
+    return emit(tokens, q, p, n, rng)
 
 
 def new_generator_non_strict(draft_tokens, draft_probs, target_probs, rng):
@@ -494,8 +499,7 @@ def new_generator_non_strict(draft_tokens, draft_probs, target_probs, rng):
     n = 0
     while n < tokens.size and mine.random() <= p[n, tokens[n]] / q[n, tokens[n]]:
         n += 1
-    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
-    return np.append(tokens[:n], last).astype(np.int64), n
+    return emit(tokens, q, p, n, rng)
 
 
 def reseeds_inside_non_strict(draft_tokens, draft_probs, target_probs, rng):
@@ -510,8 +514,7 @@ def unseeded_last_token(draft_tokens, draft_probs, target_probs, rng):
     n = 0
     while n < tokens.size and rng.random() < p[n, tokens[n]] / q[n, tokens[n]]:
         n += 1
-    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), np.random.default_rng())
-    return np.append(tokens[:n], last).astype(np.int64), n
+    return emit(tokens, q, p, n, np.random.default_rng())
 
 
 def emitted_as_a_list(draft_tokens, draft_probs, target_probs, rng):
@@ -552,8 +555,7 @@ def for_loop_last_index(draft_tokens, draft_probs, target_probs, rng):
         n = i
         if rng.random() >= p[i, tokens[i]] / q[i, tokens[i]]:
             break
-    last = draw(p[n] if n == gamma else residual_distribution(p[n], q[n]), rng)
-    return np.append(tokens[:n], last).astype(np.int64), n
+    return emit(tokens, q, p, n, rng)
 
 
 def p_over_p_plus_q(draft_tokens, draft_probs, target_probs, rng):
@@ -562,8 +564,7 @@ def p_over_p_plus_q(draft_tokens, draft_probs, target_probs, rng):
     n = 0
     while n < tokens.size and rng.random() < p[n, tokens[n]] / (p[n, tokens[n]] + q[n, tokens[n]]):
         n += 1
-    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
-    return np.append(tokens[:n], last).astype(np.int64), n
+    return emit(tokens, q, p, n, rng)
 
 
 def accepts_when_p_at_least_q(draft_tokens, draft_probs, target_probs, rng):
@@ -572,8 +573,7 @@ def accepts_when_p_at_least_q(draft_tokens, draft_probs, target_probs, rng):
     n = 0
     while n < tokens.size and p[n, tokens[n]] >= q[n, tokens[n]]:
         n += 1
-    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
-    return np.append(tokens[:n], last).astype(np.int64), n
+    return emit(tokens, q, p, n, rng)
 
 
 def skips_rejected_drafts(draft_tokens, draft_probs, target_probs, rng):
@@ -589,8 +589,7 @@ def counts_every_acceptance(draft_tokens, draft_probs, target_probs, rng):
     """Tests every draft and counts the accepted ones: the prefix is right, n_accepted is not."""
     tokens, q, p = np.asarray(draft_tokens), np.asarray(draft_probs), np.asarray(target_probs)
     n = sum(bool(rng.random() < p[i, x] / q[i, x]) for i, x in enumerate(tokens))
-    last = draw(p[n] if n == tokens.size else residual_distribution(p[n], q[n]), rng)
-    return np.append(tokens[:n], last).astype(np.int64), n
+    return emit(tokens, q, p, n, rng)
 
 
 def argmin_of_the_acceptances(draft_tokens, draft_probs, target_probs, rng):
@@ -599,8 +598,7 @@ def argmin_of_the_acceptances(draft_tokens, draft_probs, target_probs, rng):
     gamma = tokens.size
     accepted = rng.random(gamma) < p[np.arange(gamma), tokens] / q[np.arange(gamma), tokens]
     n = int(np.argmin(accepted)) if gamma else 0
-    last = draw(p[n] if n == gamma else residual_distribution(p[n], q[n]), rng)
-    return np.append(tokens[:n], last).astype(np.int64), n
+    return emit(tokens, q, p, n, rng)
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ held-out quality on a tiny table model whose probabilities are known exactly.
 """
 
 import dataclasses
+import itertools
 import math
 from types import SimpleNamespace
 
@@ -192,9 +193,30 @@ def test_side_by_side_greedy_outputs_are_identical(tiny_pair):
     assert all(row.identical_outputs for row in rows)
 
 
-def test_side_by_side_repeats_keep_the_fastest_time(tiny_pair):
+def one_second_slower_every_other_call(function):
+    """function, with 1 s added to the `seconds` of the result of its 2nd, 4th, ... call."""
+    calls = itertools.count()
+
+    def slowed(*args, **kwargs):
+        result = function(*args, **kwargs)
+        if next(calls) % 2:
+            result.seconds += 1.0
+        return result
+
+    return slowed
+
+
+def test_side_by_side_repeats_keep_the_fastest_time(tiny_pair, monkeypatch):
+    """With 3 repeats and every other call 1 s slower, each prompt has a slow and a fast run on each side:
+    only fast ones may be kept."""
+    import specdec.harness
+
+    for name in ("generate", "speculative_generate"):
+        monkeypatch.setattr(specdec.harness, name, one_second_slower_every_other_call(getattr(specdec.harness, name)))
     target, draft = tiny_pair
     row = side_by_side(target, draft, PROMPTS, 10, T1, gammas=[2], repeats=3)[0]
+    kept = row.plain + row.speculative
+    assert len(kept) == 2 * len(PROMPTS) and all(r.seconds < 1.0 for r in kept), [r.seconds for r in kept]
     plain_speed = sum(r.tokens.size for r in row.plain) / sum(r.seconds for r in row.plain)  # the kept runs' times
     assert row.plain_tokens_per_second == pytest.approx(plain_speed)
     assert row.speculative_tokens_per_second == pytest.approx(row.tokens / sum(r.seconds for r in row.speculative))

@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from helpers import markdown_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIPPED_DIRS = {"build", "dist", "node_modules", "__pycache__"}  # plus every hidden folder and *.egg-info
@@ -36,11 +37,7 @@ def documents() -> list[Path]:
 
 def markdown_texts(path: Path) -> list[str]:
     """The markdown of a document: the whole file, or each markdown cell of a notebook."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix != ".ipynb":
-        return [text]
-    cells = json.loads(text)["cells"]
-    return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown"]
+    return markdown_cells(path) if path.suffix == ".ipynb" else [path.read_text(encoding="utf-8")]
 
 
 def link_targets(markdown: str) -> list[str]:

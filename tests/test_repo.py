@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import markdown_cells
 
 import specdec
 
@@ -67,7 +68,7 @@ def test_notebook_is_committed_executed_and_shaped_like_a_chapter(path):
     counts = [cell["execution_count"] for cell in code]
     assert None not in counts, "every code cell must be executed (nbval compares stored outputs)"
     assert counts == list(range(1, len(code) + 1)), "execute from a fresh kernel, top to bottom"
-    markdown = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    markdown = "\n".join(markdown_cells(path))
     for heading in ("Learning objectives", "Summary", "Further reading"):
         assert heading.lower() in markdown.lower(), f"missing a '{heading}' section"
     assert "minutes" in markdown.lower(), "state an estimated time"

@@ -14,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+from course_stats import cell_source  # tools/ is on the path when this runs as a script
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "09_exact_speculative_sampling.ipynb"
 FIGURE = ROOT / "docs" / "figures" / "exact_and_shortcuts.png"
@@ -23,8 +25,7 @@ MARKER = "Exact law of the first two emitted tokens"
 def notebook_figure() -> bytes:
     """The PNG the marked cell of notebook 09 printed."""
     for cell in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]:
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        if cell["cell_type"] == "code" and MARKER in source:
+        if cell["cell_type"] == "code" and MARKER in cell_source(cell):
             for output in cell.get("outputs", []):
                 png = output.get("data", {}).get("image/png")
                 if png:
@@ -39,7 +40,11 @@ def main() -> int:
     png = notebook_figure()
     if args.check:
         same = FIGURE.exists() and FIGURE.read_bytes() == png
-        print("README figure: the notebook's" if same else f"{FIGURE.relative_to(ROOT)} differs from {NOTEBOOK.name}")
+        print(
+            f"{FIGURE.relative_to(ROOT)} is {NOTEBOOK.name}'s output"
+            if same
+            else f"{FIGURE.relative_to(ROOT)} differs from {NOTEBOOK.name}"
+        )
         return 0 if same else 1
     FIGURE.parent.mkdir(parents=True, exist_ok=True)
     FIGURE.write_bytes(png)

@@ -304,7 +304,7 @@ class GenerationService:
         on_tokens: Callable[[np.ndarray], None] | None = None,
         cancelled: threading.Event | None = None,
         deadline: float | None = None,
-    ) -> "Completion":
+    ) -> Completion:
         """Generate `request`: its tokens, text and statistics, with the work counted in the metrics.
 
         on_tokens(tokens): each round's new tokens, once verified. cancelled: when set, the
@@ -365,19 +365,19 @@ class GenerationService:
         metrics.record_work(result, clock.rounds)
         finish = "stop" if result.tokens.size and result.tokens[-1] == END else "length"
         stats = GenerationStats(
-            request.seed,
-            request.gamma,
-            request.verify,
-            result.target_calls,
-            result.draft_calls,
-            result.drafted,
-            result.accepted,
-            result.tested,
-            result.alpha,
-            result.tokens_per_call,
-            retrying.failures,
-            retrying.retries,
-            result.seconds,
+            seed=request.seed,
+            gamma=request.gamma,
+            verify=request.verify,
+            target_calls=result.target_calls,
+            draft_calls=result.draft_calls,
+            drafted=result.drafted,
+            accepted=result.accepted,
+            tested=result.tested,
+            alpha=result.alpha,
+            tokens_per_call=result.tokens_per_call,
+            target_failures=retrying.failures,
+            retries=retrying.retries,
+            seconds=result.seconds,
         )
         return Completion(result.tokens, self.tokenizer.decode(result.tokens), finish, stats)
 
@@ -396,7 +396,7 @@ def completion_id() -> str:
     return f"cmpl-{uuid.uuid4().hex}"
 
 
-def completion_body(identity: str, created: int, request: Request, done: "Completion") -> dict:
+def completion_body(identity: str, created: int, request: Request, done: Completion) -> dict:
     """A finished completion in OpenAI's shape (the JSON body), with `usage` and this service's `specdec` block."""
     return {
         "id": identity,
