@@ -13,7 +13,10 @@ Optional: the submodules import their own extra dependencies (requirements-extra
              cancellation, independent of HTTP
 * `app`      the HTTP service (Starlette on uvicorn): POST /v1/completions (OpenAI's API, with
              streaming), GET /v1/models, GET /metrics, GET /health, and the limits a real server
-             needs; `python -m specdec.serving` starts it on 127.0.0.1
+             needs that only the app can set; `python -m specdec.serving` starts it on 127.0.0.1
+* `proxy`    nginx in front of the app for the transport's limits (header deadline, connections
+             per address, lingering close), configured from the same `Limits`;
+             `python -m specdec.serving --proxy` starts both
 * `loadtest` a bounded load test against a local server, and the same figures read from /metrics
 * `cluster`  scale-out on dask.distributed: many requests on many workers, and a remote target
 """

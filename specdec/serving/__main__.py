@@ -1,10 +1,12 @@
-"""python -m specdec.serving [--port 8000] [--fail-rate 0.1]: serve the bundled models on 127.0.0.1.
+"""python -m specdec.serving [--port 8000] [--proxy] [--fail-rate 0.1]: serve the bundled models on 127.0.0.1.
 
 An OpenAI-compatible completions API (POST /v1/completions), GET /v1/models, GET /metrics and
-GET /health, on uvicorn. Every option is checked before any model loads.
+GET /health, on uvicorn; with --proxy, behind nginx (specdec.serving.proxy), which then listens
+on --host:--port and holds the transport limits. Every option is checked before any model loads.
 """
 
 import argparse
+import contextlib
 import ipaddress
 import sys
 
@@ -77,6 +79,12 @@ def main(argv=None) -> None:
         default=5,
         help="attempts per target call before giving up (default 5)",
     )
+    parser.add_argument(
+        "--proxy",
+        action="store_true",
+        help="serve behind nginx (it must be installed): nginx listens on --host:--port with header and body"
+        " deadlines, size and per-address connection limits; the app listens on a free port of 127.0.0.1",
+    )
     args = parser.parse_args(argv)  # every option checked here, before any model is loaded
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
@@ -95,20 +103,28 @@ def main(argv=None) -> None:
         target = FlakyModel(target, args.fail_rate, np.random.default_rng(), mid_forward=0.5)
     service = GenerationService(target=target, policy=RetryPolicy(attempts=args.attempts), timeout=args.timeout)
     limits = Limits(max_generations=args.max_generations)
-    sock = bind(args.host, args.port)
+    sock = bind("127.0.0.1", 0) if args.proxy else bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
-    if not loopback:
+    with contextlib.ExitStack() as stack:
+        if args.proxy:
+            from specdec.serving.proxy import Proxy
+
+            proxy = stack.enter_context(Proxy(f"http://{host}:{port}", limits, port=args.port, host=args.host))
+            url = proxy.url
+        else:
+            url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        if not loopback:
+            print(
+                f"warning: listening on {args.host}, not only on this machine: the service has no authentication,"
+                " no TLS and no rate limit per client; put it behind a proxy that adds them",
+                file=sys.stderr,
+                flush=True,
+            )
         print(
-            f"warning: listening on {host}, not only on this machine: the service has no authentication,"
-            " no TLS and no rate limit per client; put it behind a proxy that adds them",
-            file=sys.stderr,
+            f"serving on {url}  (POST /v1/completions, GET /v1/models, GET /metrics, GET /health; Ctrl-C stops)",
             flush=True,
         )
-    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-    print(
-        f"serving on {url}  (POST /v1/completions, GET /v1/models, GET /metrics, GET /health; Ctrl-C stops)", flush=True
-    )
-    uvicorn.Server(uvicorn_config(service, limits, host, port, "warning")).run(sockets=[sock])
+        uvicorn.Server(uvicorn_config(service, limits, host, port, "warning")).run(sockets=[sock])
 
 
 if __name__ == "__main__":

@@ -16,18 +16,21 @@ streaming responses and nothing it would have to override; pydantic checks the f
 
 Why uvicorn: its HTTP/1.1 parser (h11) refuses malformed framing (two Content-Length headers, a
 length that is not digits), and its event loop holds thousands of idle connections in one
-thread. What uvicorn lacks is added here. `guarded_protocol`: a deadline for a request's headers
-(uvicorn has none, so a client sending one byte a minute would hold its connection forever), a
-cap on open connections, and errors in JSON. `StrictRequests`: h11 accepts Content-Length
-together with Transfer-Encoding (it follows the chunked framing, as RFC 9112 allows), and a proxy
-that follows the length would then pass a second request hidden in the body (request smuggling),
-so such a request is refused; also refused: other HTTP versions and oversized headers.
+thread. What a server on a network needs beyond that (a deadline for headers, limits per client
+address, lingering close) comes from nginx in front of it (`specdec.serving.proxy`), the
+component made for it, not from uvicorn's private classes. Here, through the ASGI interface only:
+`StrictRequests` refuses what h11 lets through but this server does not (Content-Length together
+with Transfer-Encoding, the way requests are smuggled past proxies; other HTTP versions;
+oversized headers), accepts absolute-form targets (`GET http://host/health`, RFC 9112 3.2.2),
+and ends the connection after any answer given before the request's body was read, so that a body
+nobody reads can neither keep its connection nor be taken for a next request.
 
 The generations run in a pool of `Limits.max_generations` threads; numpy work shares the GIL, so
 threads give concurrency, not parallelism (section 5 of appendix B).
 """
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
@@ -35,7 +38,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from http import HTTPStatus
+from urllib.parse import unquote
 
 import h11
 import uvicorn
@@ -45,7 +48,6 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from specdec.serving.metrics import ServiceMetrics
 from specdec.serving.service import MODEL, GenerationService, ServiceError, completion_body, completion_id, usage
@@ -78,13 +80,13 @@ PATHS = "POST /v1/completions, GET /v1/models, GET /metrics, GET /health"
 class Limits:
     """What one client may take. Times in seconds; the request deadline is the service's `timeout`.
 
-    header_timeout: from a connection's opening (or its previous answer) to a request's last
-    header byte; then 408 and the connection closes. keep_alive: how long an idle connection
-    stays open between requests. body_timeout: from the headers to the body's last byte (408).
-    max_body: bytes (413). max_headers: bytes of the request target and headers together (431).
-    max_generations: generations at once (beyond it 503 with Retry-After). max_connections: open
-    connections (beyond it a request gets 503 with Retry-After, and its connection closes; an idle
-    one closes after 1 s; beyond twice as many, connections close unanswered).
+    The app enforces body_timeout (from the headers to the body's last byte, then 408), max_body
+    (413), max_headers (431) and max_generations (generations at once; beyond it 503 with
+    Retry-After); uvicorn closes a connection idle for keep_alive and answers 503 beyond
+    max_connections open connections. nginx in front (`specdec.serving.proxy`) adds header_timeout
+    (to a request's last header byte; the connection then closes), max_connections per client
+    address, and keep_alive, body_timeout (nginx's: the longest pause in a body), max_body and
+    max_headers before a request reaches the app.
     """
 
     header_timeout: float = 5.0
@@ -112,16 +114,25 @@ class Limits:
 
 
 COUNTED = "specdec.counted"  # set in a request's scope once the request is counted in the metrics
-OVER_CAP = "specdec.over_cap"  # set in the scope of a request on a connection beyond Limits.max_connections
 
 
-def count(metrics: ServiceMetrics, scope: dict | None, outcome: str, tokens: int = 0, seconds: float | None = None):
-    """Count a request once: uvicorn's protocol may refuse a request the app is already handling."""
-    if scope is not None:
-        if scope.get(COUNTED):
-            return
-        scope[COUNTED] = True
-    metrics.record_request(outcome, tokens, seconds)
+def count(
+    metrics: ServiceMetrics,
+    scope: dict,
+    outcome: str,
+    tokens: int = 0,
+    seconds: float | None = None,
+    code: str | None = None,
+) -> None:
+    """Count a request in the metrics once, whichever of the paths that end it gets there first.
+
+    tokens: the tokens sent; code: the status the client saw, where it differs from the outcome's
+    (a stream cut short after its 200: ServiceMetrics.record_request).
+    """
+    if scope.get(COUNTED):
+        return
+    scope[COUNTED] = True
+    metrics.record_request(outcome, tokens, seconds, code)
 
 
 def error_response(error: ServiceError) -> JSONResponse:
@@ -135,87 +146,6 @@ def error_response(error: ServiceError) -> JSONResponse:
     ):  # the rest of the request may still be on the wire: end the connection
         headers["Connection"] = "close"
     return JSONResponse(error.body(), status_code=error.status, headers=headers)
-
-
-def raw_error(error: ServiceError) -> bytes:
-    """A whole HTTP/1.1 error response as bytes, for answers given before uvicorn has a request."""
-    data = json.dumps(error.body()).encode()
-    head = [f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}", "content-type: application/json"]
-    head += [f"content-length: {len(data)}", "connection: close"]
-    head += [f"{key.lower()}: {value}" for key, value in error.headers.items()]
-    return ("\r\n".join(head) + "\r\n\r\n").encode() + data
-
-
-def guarded_protocol(limits: Limits, metrics: ServiceMetrics) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with a header deadline, a connection cap and JSON errors."""
-
-    class GuardedH11Protocol(H11Protocol):
-        def connection_made(self, transport) -> None:
-            super().connection_made(transport)
-            self.header_timer = None
-            self.over_cap = len(self.connections) > limits.max_connections  # answered 503 once its request is in
-            if len(self.connections) > 2 * limits.max_connections:  # a flood: no time for answers
-                transport.close()
-                return
-            self.arm_header_timer(min(1.0, limits.header_timeout) if self.over_cap else limits.header_timeout)
-
-        def arm_header_timer(self, seconds: float = limits.header_timeout) -> None:
-            self.disarm_header_timer()
-            self.bytes_seen, self.header_seconds = False, seconds
-            self.header_timer = self.loop.call_later(seconds, self.headers_too_slow)
-
-        def disarm_header_timer(self) -> None:
-            if getattr(self, "header_timer", None) is not None:
-                self.header_timer.cancel()
-                self.header_timer = None
-
-        def data_received(self, data: bytes) -> None:
-            self.bytes_seen = True
-            super().data_received(data)
-
-        def handle_events(self) -> None:
-            super().handle_events()
-            if self.conn.their_state is not h11.IDLE:  # the headers are in (or the connection is done)
-                self.disarm_header_timer()
-            if self.over_cap and self.scope is not None:
-                self.scope[OVER_CAP] = True  # read by StrictRequests before the app sees the request
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self.arm_header_timer()  # the next request's headers get the same time
-
-        def connection_lost(self, exc) -> None:
-            self.disarm_header_timer()
-            super().connection_lost(exc)
-
-        def headers_too_slow(self) -> None:
-            self.header_timer = None
-            if self.transport.is_closing():
-                return
-            if not self.bytes_seen:  # an idle connection: nothing to answer
-                self.transport.close()
-                return
-            message = f"the request's headers did not arrive within {self.header_seconds:g} s"
-            self.refuse(ServiceError(408, message, "request_timeout"))
-
-        def refuse(self, error: ServiceError) -> None:
-            busy = self.cycle is not None and not self.cycle.response_complete  # the app has this request
-            count(metrics, self.scope if busy else None, OUTCOME[error.code])
-            self.transport.write(raw_error(error))
-            self.transport.close()
-
-        def send_400_response(self, msg: str) -> None:  # uvicorn's answer to what h11 refuses, in JSON
-            self.disarm_header_timer()
-            if self.transport.is_closing():
-                return
-            message = (
-                "the request is not valid HTTP/1.1 (refused by the h11 parser: a malformed or conflicting"
-                " Content-Length or Transfer-Encoding, a header or line too long, or a bad request line)"
-            )
-            self.refuse(ServiceError(400, message, "invalid_framing"))
-
-    return GuardedH11Protocol
 
 
 def framing_error(scope, limits: Limits) -> ServiceError | None:
@@ -242,23 +172,78 @@ def framing_error(scope, limits: Limits) -> ServiceError | None:
     return None
 
 
+def origin_form(scope) -> None:
+    """Give an absolute-form target (`GET http://host/health`) its path, as RFC 9112 3.2.2 asks of servers."""
+    raw = scope["raw_path"]
+    if raw[:8].lower().startswith((b"http://", b"https://")):
+        parts = raw.split(b"/", 3)  # b"http:", b"", the authority, the path without its "/"
+        scope["raw_path"] = b"/" + (parts[3] if len(parts) == 4 else b"")
+        scope["path"] = unquote(scope["raw_path"].decode("ascii"))
+
+
+async def until_disconnected(receive) -> None:
+    """Receive (and drop) messages until the server says the client is gone."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def declares_a_body(scope) -> bool:
+    """A request with a body on the wire: chunked, or a Content-Length other than 0."""
+    return any(
+        name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0")
+        for name, value in scope["headers"]
+    )
+
+
 class StrictRequests:
-    """ASGI middleware: refuses what `framing_error` finds before any route sees the request."""
+    """ASGI middleware: refuses what `framing_error` finds before any route sees the request, accepts
+    absolute-form targets, and closes the connection after an answer given with the body unread."""
 
     def __init__(self, app: Starlette, limits: Limits, metrics: ServiceMetrics):
         self.app, self.limits, self.metrics = app, limits, metrics
         self.state = app.state
 
     async def __call__(self, scope, receive, send) -> None:
-        error = framing_error(scope, self.limits) if scope["type"] == "http" else None
-        if scope.get(OVER_CAP):
-            message = f"the server holds {self.limits.max_connections} connections, its most; try again shortly"
-            error = ServiceError(503, message, "overloaded", headers={"Retry-After": "1", "Connection": "close"})
-        if error is None:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        origin_form(scope)
+        body_read = not declares_a_body(scope)
+
+        async def receive_watched():
+            nonlocal body_read
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                body_read = True
+            return message
+
+        server_answered = False
+
+        async def send_closing(message) -> None:
+            nonlocal server_answered
+            if server_answered:
+                return
+            # Answered with the body still coming: the rest of it must not be read as a next request,
+            # nor keep the connection open past every deadline, so the connection ends with this answer.
+            if message["type"] == "http.response.start" and not body_read:
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            try:
+                await send(message)
+            except h11.LocalProtocolError:
+                # uvicorn has answered this request itself (its 400 for a body h11 cannot parse) and is
+                # closing the connection; h11 refuses a second answer, and none is due. Wait for the
+                # disconnect that follows, so that uvicorn expects nothing more of the app.
+                server_answered = True
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(until_disconnected(receive), 1.0)
+
+        error = framing_error(scope, self.limits)
+        if error is None:
+            await self.app(scope, receive_watched, send_closing)
+            return
         count(self.metrics, scope, OUTCOME[error.code])
-        await error_response(error)(scope, receive, send)
+        await error_response(error)(scope, receive_watched, send_closing)
 
 
 def check_content_type(request: Request) -> None:
@@ -380,7 +365,15 @@ def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictR
 
         loop = asyncio.get_running_loop()
         events: asyncio.Queue = asyncio.Queue()
-        future = start(parsed, lambda tokens: loop.call_soon_threadsafe(events.put_nowait, tokens), cancelled)
+        ended = [False]  # the stream is over: tokens that still come are discarded, never sent
+
+        def deliver(tokens) -> None:  # on the event loop's thread, in the order of the rounds
+            if ended[0]:
+                metrics.discarded.labels("client_closed").inc(tokens.size)
+            else:
+                events.put_nowait(tokens)
+
+        future = start(parsed, lambda tokens: loop.call_soon_threadsafe(deliver, tokens), cancelled)
         future.add_done_callback(events.put_nowait)  # after every round's tokens: callbacks run in order
         first = await events.get()
         watcher.cancel()  # from here on the streaming response listens for the disconnect
@@ -398,8 +391,8 @@ def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictR
             item = first
             try:
                 while not isinstance(item, asyncio.Future):
+                    sent += item.size  # handed to the transport: sent, unless the connection is already gone
                     yield sse(chunk(service.tokenizer.decode(item), None))
-                    sent += item.size
                     await asyncio.sleep(0)  # let the loop notice a closed connection before the next write
                     item = await events.get()
                 error = item.exception()
@@ -410,18 +403,22 @@ def create_app(service: GenerationService, limits: Limits = Limits()) -> StrictR
                     yield sse(chunk("", done.finish_reason, specdec=asdict(done.specdec)))
                     if parsed.include_usage:
                         yield sse({**chunk("", None), "choices": [], "usage": usage(parsed, sent)})
-                else:
+                else:  # after the 200 and the tokens sent so far: the client saw a 200, the outcome says why it ended
                     error = error if isinstance(error, ServiceError) else internal_error(error)
-                    count(metrics, request.scope, OUTCOME[error.code])
+                    count(metrics, request.scope, OUTCOME[error.code], sent, code="200")
                     recorded = True
                     yield sse(error.body())
                 yield sse(b"[DONE]")
             finally:
                 cancelled.set()  # if the client left, the generation stops at its next round
+                ended[0] = True
+                unsent = 0
+                while not events.empty():  # verified and handed over, but never sent
+                    item = events.get_nowait()
+                    unsent += 0 if isinstance(item, asyncio.Future) else item.size
+                metrics.discarded.labels("client_closed").inc(unsent)
                 if not recorded:
-                    count(metrics, request.scope, "aborted")
-                    if future.done() and future.exception() is None:  # finished, but not all of it was sent
-                        metrics.discarded.labels("client_closed").inc(future.result().tokens.size)
+                    count(metrics, request.scope, "aborted", sent, code="200")
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
@@ -462,7 +459,8 @@ def uvicorn_config(service: GenerationService, limits: Limits, host: str, port: 
         create_app(service, limits),
         host=host,
         port=port,
-        http=guarded_protocol(limits, service.metrics),
+        http="h11",
+        limit_concurrency=limits.max_connections,
         timeout_keep_alive=limits.keep_alive,
         h11_max_incomplete_event_size=limits.max_headers,
         lifespan="off",

@@ -70,9 +70,15 @@ class ServiceMetrics:
         for outcome, code in OUTCOMES.items():
             self.requests.labels(code, outcome)  # every series exists from the start, at 0
 
-    def record_request(self, outcome: str, tokens: int = 0, seconds: float | None = None) -> None:
-        """Count one request by its outcome (a key of OUTCOMES), the tokens sent and, if answered, its time."""
-        self.requests.labels(OUTCOMES[outcome], outcome).inc()
+    def record_request(
+        self, outcome: str, tokens: int = 0, seconds: float | None = None, code: str | None = None
+    ) -> None:
+        """Count one request by its outcome (a key of OUTCOMES), the tokens sent and, if answered, its time.
+
+        code: the status the client saw, when it is not the outcome's own: a stream cut short by the
+        deadline or by its client had already been sent "200", so it is counted as ("200", "deadline").
+        """
+        self.requests.labels(OUTCOMES[outcome] if code is None else code, outcome).inc()
         self.generated.inc(tokens)
         if seconds is not None:
             self.request_seconds.observe(seconds)

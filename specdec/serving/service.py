@@ -140,8 +140,8 @@ class Request:
 
 
 def _refuse_duplicates(pairs: list) -> dict:
-    keys = [key for key, _ in pairs]
-    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    seen: set = set()
+    repeated = sorted({key for key, _ in pairs if key in seen or seen.add(key)})  # one pass: linear in the keys
     if repeated:
         raise ServiceError(400, f"the body's JSON repeats the key(s) {repeated}: give each field once", "invalid_json")
     return dict(pairs)
@@ -244,7 +244,10 @@ class GenerationService:
             if param is None:
                 message = f"the body must be a JSON object with the fields {sorted(ALLOWED)}"
             elif first["type"] == "extra_forbidden":
+                top, param = param, ".".join(str(part) for part in first["loc"])  # a nested field by its path
                 message = f"unknown field {param!r}; allowed fields: {sorted(ALLOWED)}"
+                if param != top:
+                    message = f"unknown field {param!r}; {top} must be {self.allowed[top]}"
             elif first["type"] == "missing":
                 message = f"the field {param!r} is required: {self.allowed[param]}"
             else:
@@ -307,7 +310,8 @@ class GenerationService:
     ) -> Completion:
         """Generate `request`: its tokens, text and statistics, with the work counted in the metrics.
 
-        on_tokens(tokens): each round's new tokens, once verified. cancelled: when set, the
+        on_tokens(tokens): each round's new tokens, once verified; the caller sends them (or counts
+        them as discarded), and only tokens never handed over are counted as discarded here. cancelled: when set, the
         generation stops at the end of the round (ServiceError 499: the client went away).
         deadline: a time.monotonic() after which it stops (ServiceError 504; default now +
         timeout); the retries stop at it too. Each request has its own decoding states, so a
@@ -324,6 +328,7 @@ class GenerationService:
         )
         clock = RoundClock(retrying, time.perf_counter)
         generated = [0]  # tokens verified so far, delivered or not
+        delivered = [0]  # tokens handed to on_tokens: the caller sends them, or counts them as discarded
 
         def each_round(tokens: np.ndarray) -> None:
             generated[0] += tokens.size
@@ -333,6 +338,7 @@ class GenerationService:
                 raise _deadline(self.timeout, generated[0], request.max_tokens)
             if on_tokens is not None:
                 on_tokens(tokens)
+                delivered[0] += tokens.size
 
         try:
             result = specdec.speculative_generate(
@@ -348,14 +354,14 @@ class GenerationService:
                 on_round=each_round,
             )
         except ServiceError as error:
-            metrics.discarded.labels(error.code).inc(generated[0])
+            metrics.discarded.labels(error.code).inc(generated[0] - delivered[0])
             raise
         except DeadlineReached:
-            metrics.discarded.labels("deadline_exceeded").inc(generated[0])
+            metrics.discarded.labels("deadline_exceeded").inc(generated[0] - delivered[0])
             raise _deadline(self.timeout, generated[0], request.max_tokens) from None
         except TargetUnavailable as error:
             metrics.gave_up.inc()
-            metrics.discarded.labels("target_unavailable").inc(generated[0])
+            metrics.discarded.labels("target_unavailable").inc(generated[0] - delivered[0])
             raise ServiceError(
                 503,
                 f"{error}. The request may be sent again: with the same seed it gives the same text.",

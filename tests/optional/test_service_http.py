@@ -261,12 +261,9 @@ def test_a_body_over_the_limit_gets_a_413_by_its_length_or_while_it_streams_in(s
 GOOD = json.dumps(body(max_tokens=4, seed=1)).encode()
 POST = b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 SMUGGLED = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+# What h11 lets through and the app refuses itself, in JSON (what h11 refuses, uvicorn answers in plain
+# text: in the deployment nginx refuses it first, tests/optional/test_service_adversarial.py).
 FRAMING = {
-    "Content-Length and Transfer-Encoding": (
-        POST + b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n" % len(GOOD) + GOOD + SMUGGLED,
-        400,
-        "invalid_framing",
-    ),
     "Content-Length and Transfer-Encoding, a valid chunked body": (  # a proxy that reads the length sees one request
         POST
         + b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n" % len(b"0\r\n\r\n" + SMUGGLED)
@@ -275,21 +272,7 @@ FRAMING = {
         400,
         "invalid_framing",
     ),
-    "two Content-Length headers": (
-        POST + b"Content-Length: %d\r\nContent-Length: 5\r\n\r\n" % len(GOOD) + GOOD + SMUGGLED,
-        400,
-        "invalid_framing",
-    ),
-    "Content-Length: superscript two": (POST + "Content-Length: ²\r\n\r\n".encode(), 400, "invalid_framing"),
-    "Content-Length: 5,001 digits": (POST + b"Content-Length: " + b"9" * 5001 + b"\r\n\r\n", 400, "invalid_framing"),
     "HTTP/2.0": (b"GET /health HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n", 505, "http_version"),
-    "a 70 KB URL": (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 431, "headers_too_large"),
-    "a 70 KB header": (
-        b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"a" * 70_000 + b"\r\n\r\n",
-        431,
-        "headers_too_large",
-    ),
-    "a request line that is not HTTP": (b"HELLO\r\n\r\n", 400, "invalid_framing"),
 }
 
 
@@ -303,33 +286,6 @@ def test_ambiguous_or_oversized_framing_is_refused_in_json_and_the_connection_cl
     assert len(re.findall(rb"HTTP/1\.1 \d{3} ", response)) == 1  # a smuggled second request got no answer
     delta = difference(read_metrics(server.url), before)
     assert sum(value for (name, _), value in delta.items() if name == "specdec_requests_total") == 1
-
-
-def test_slow_headers_and_a_short_body_get_a_408_and_idle_connections_are_closed(server):
-    response, seconds = exchange(server.url, POST)  # the headers never end
-    status, headers, answer = parse(response)
-    assert status == 408 and "headers" in assert_openai_error(answer, "request_timeout")
-    assert FAST.header_timeout - 0.05 < seconds < FAST.header_timeout + 1.0
-    response, seconds = exchange(server.url, POST + b"Content-Length: 100\r\n\r\n{")  # 99 bytes never come
-    status, headers, answer = parse(response)
-    assert status == 408 and "body" in assert_openai_error(answer, "request_timeout")
-    assert headers["connection"] == "close" and seconds < FAST.body_timeout + 1.0
-    response, seconds = exchange(server.url, b"")  # an idle connection: closed, nothing said
-    assert response == b"" and seconds < FAST.header_timeout + 1.0
-
-
-def test_a_keep_alive_connection_gets_the_header_deadline_for_each_request(server):
-    with socket.create_connection(address(server.url), timeout=5) as connection:
-        connection.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        first = b""
-        while not first.endswith(b"}"):  # the whole first answer, headers and JSON body
-            first += connection.recv(65536)
-        assert first.startswith(b"HTTP/1.1 200")
-        connection.sendall(b"GET /health HTTP/1.1\r\n")  # the second request's headers never end
-        started, received = time.monotonic(), b""
-        while chunk := connection.recv(65536):
-            received += chunk
-        assert received.startswith(b"HTTP/1.1 408") and time.monotonic() - started < FAST.header_timeout + 1.0
 
 
 def test_two_hundred_idle_connections_cost_no_thread_and_a_good_request_is_answered_at_once(server):
@@ -395,31 +351,6 @@ def test_sixty_four_connections_while_eight_long_generations_run_are_all_answere
     assert [status for status, _, _ in answers] == [200] * 64
     assert {busy for _, busy, _ in answers} == {8}  # every one answered while the 8 generations ran
     assert max(seconds for _, _, seconds in answers) < 1.0
-
-
-def test_beyond_the_connection_cap_a_503_in_json_and_then_service_resumes():
-    service = GenerationService(TARGET, DRAFT, TOKENIZER)
-    with BackgroundServer(service, limits=Limits(max_connections=8)) as capped:
-        held = [socket.create_connection(address(capped.url)) for _ in range(8)]
-        try:
-            response, _ = exchange(capped.url, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # the 9th
-            status, headers, answer = parse(response)
-            assert status == 503 and headers["retry-after"] == "1" and headers["connection"] == "close"
-            assert "8 connections" in assert_openai_error(answer, "overloaded")
-            response, seconds = exchange(capped.url, b"")  # an idle 10th: closed after a second
-            assert response == b"" and seconds < 2.0
-            flood = [socket.create_connection(address(capped.url)) for _ in range(12)]  # beyond twice the cap
-            for connection in flood[-2:]:
-                connection.settimeout(5)
-                assert connection.recv(1024) == b""  # closed at once, unanswered
-            for connection in flood:
-                connection.close()
-        finally:
-            for connection in held:
-                connection.close()
-        time.sleep(0.2)
-        assert post_json(capped.url, "/v1/completions", body(max_tokens=4, seed=0))[0] == 200
-        assert metric(read_metrics(capped.url), "specdec_requests_total", code="503", outcome="rejected") == 1
 
 
 # --- generation limits: concurrency cap, deadline, disconnects --------------------------------------
@@ -494,7 +425,9 @@ def test_a_client_that_hangs_up_stops_its_generation_and_is_counted_as_aborted()
                     time.sleep(0.15)
             samples = wait_until_idle(hangup_server.url)
         calls = metric(samples, "specdec_target_calls_total")
-    assert metric(samples, "specdec_requests_total", code="499", outcome="aborted") == 2
+    # the client that waited for a whole answer saw none (499); the stream's client had its 200 and left
+    assert metric(samples, "specdec_requests_total", code="499", outcome="aborted") == 1
+    assert metric(samples, "specdec_requests_total", code="200", outcome="aborted") == 1
     assert metric(samples, "specdec_requests_total", code="200", outcome="ok") == 0
     full = reference("x", 250, 3, temperature=0.0)
     assert metric(samples, "specdec_discarded_tokens_total", reason="client_closed") < 2 * full.tokens.size
@@ -689,8 +622,11 @@ def test_load_with_slow_and_vanishing_clients_and_30_percent_target_faults():
     received += sum(answer["usage"]["completion_tokens"] for _, _, answer, _ in probes)
     outcomes = {labels: v for (name, labels), v in delta.items() if name == "specdec_requests_total" and v}
     assert metric(delta, "specdec_requests_total", code="200", outcome="ok") == answered, outcomes
-    assert metric(delta, "specdec_generated_tokens_total") == received
-    assert metric(delta, "specdec_requests_total", code="499", outcome="aborted") == 4
+    # the two streams whose clients left after the first round: their sent tokens count as generated
+    streamed_then_gone = metric(delta, "specdec_generated_tokens_total") - received
+    assert 2 <= streamed_then_gone <= 2 * 200
+    assert metric(delta, "specdec_requests_total", code="499", outcome="aborted") == 2
+    assert metric(delta, "specdec_requests_total", code="200", outcome="aborted") == 2
     others = sum(v for (name, labels), v in delta.items() if name == "specdec_requests_total") - answered - 4
     assert others == 0  # no request refused, none counted twice
     assert metric(delta, "specdec_target_failures_total") == metric(delta, "specdec_target_retries_total") > 0
@@ -708,15 +644,48 @@ def test_load_with_slow_and_vanishing_clients_and_30_percent_target_faults():
 # --- the command line -----------------------------------------------------------------------------------
 
 
-def test_python_m_specdec_serving_serves_on_127_0_0_1_and_bad_requests_leave_no_traceback():
-    with serving_process() as (url, process):
-        status, answer = post_json(url, "/v1/completions", body("import ", max_tokens=12, seed=1))
-        assert status == 200 and answer["usage"]["completion_tokens"] >= 1
+H11_REFUSES = {  # framing h11 refuses: plain text from uvicorn alone, JSON from nginx in front
+    "Content-Length and Transfer-Encoding, a body that is not chunked": (
+        POST + b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n" % len(GOOD) + GOOD + SMUGGLED,
+        400,
+        "invalid_framing",
+    ),
+    "two Content-Length headers": (
+        POST + b"Content-Length: %d\r\nContent-Length: 5\r\n\r\n" % len(GOOD) + GOOD + SMUGGLED,
+        400,
+        "invalid_framing",
+    ),
+    "a request line that is not HTTP": (b"HELLO\r\n\r\n", 400, "invalid_framing"),
+    "a 70 KB URL": (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 431, "headers_too_large"),
+    "a 70 KB header": (
+        b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"a" * 70_000 + b"\r\n\r\n",
+        431,
+        "headers_too_large",
+    ),
+}
+STATUS_LINE = re.compile(rb"HTTP/1\.1 (\d{3}) ")
+
+
+@pytest.mark.parametrize("options", [(), ("--proxy",)], ids=["alone", "behind nginx"])
+def test_python_m_specdec_serving_serves_on_127_0_0_1_and_bad_requests_leave_no_traceback(options):
+    with serving_process(*options) as (url, process):
+        status, good = post_json(url, "/v1/completions", body("import ", max_tokens=12, seed=1))
+        assert status == 200 and good["usage"]["completion_tokens"] >= 1
         for raw in MALFORMED.values():
             assert post_json(url, "/v1/completions", raw)[0] == 400
-        for raw, status, _ in FRAMING.values():
-            assert parse(exchange(url, raw)[0])[0] == status
-        assert metric(read_metrics(url), "specdec_generated_tokens_total") == answer["usage"]["completion_tokens"]
+        for raw, status, code in FRAMING.values():
+            got, _, answer = parse(exchange(url, raw)[0])
+            assert got == status and answer["error"]["code"] == code
+        for raw, status, code in H11_REFUSES.values():
+            try:
+                response = exchange(url, raw)[0]
+            except ConnectionResetError:  # uvicorn alone closes with the rest unread, and the kernel resets
+                assert not options
+                continue
+            assert len(STATUS_LINE.findall(response)) == 1, response
+            if options:  # nginx answers in JSON (uvicorn alone in plain text)
+                assert STATUS_LINE.findall(response) == [b"%d" % status] and parse(response)[2]["error"]["code"] == code
+        assert metric(read_metrics(url), "specdec_generated_tokens_total") == good["usage"]["completion_tokens"]
     errors = process.stderr.read()
     assert "Traceback" not in errors and "Exception" not in errors, errors
 
@@ -765,13 +734,13 @@ def test_the_cli_warns_when_told_to_listen_beyond_this_machine(monkeypatch, caps
 def test_the_limits_appendix_b_states_are_the_defaults():
     page = json.loads((Path(__file__).parents[2] / "notebooks" / "appendices" / "B_serving.ipynb").read_text())
     prose = " ".join("".join(cell["source"]) for cell in page["cells"] if cell["cell_type"] == "markdown")
+    prose = " ".join(prose.split())  # line breaks read as spaces
     limits, service = Limits(), GenerationService(TARGET, DRAFT, TOKENIZER)
     assert f"header deadline** ({limits.header_timeout:g} s" in prose
     assert f"**body deadline** ({limits.body_timeout:g} s" in prose
-    assert (
-        f"at most {limits.max_connections} open **connections** and {limits.max_generations} **generations at once**"
-        in prose
-    )
+    assert f"at most {limits.max_generations} **generations at once**" in prose
+    assert f"at most {limits.max_connections} open **connections** per client address" in prose
+    assert f"be at most {limits.max_body // 1024} KB (413)" in prose
     assert f"**deadline** ({service.timeout:g} s)" in prose
 
 
