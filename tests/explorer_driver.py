@@ -5,9 +5,18 @@ a time, the others where the notebook left them, then all at their far end toget
 control with an observer is moved through its range, and every button with a click handler is
 clicked. `interact` itself would catch a failing callback and print its traceback under the
 widget, where no test sees it; here the callback is called directly, so the error is reported.
+
+Each call has a deadline (`call_timeout_s`): a SIGALRM timer in the kernel's main thread interrupts a
+call that outlasts it, and the call is reported as an error, with the line it was stuck on. A call
+that a signal cannot interrupt (stuck in C with signals blocked, say) is left to the driver cell's own
+deadline (tests/notebook_runs.py); so that the test can still name it, each call's name is written to
+`progress_path` before it starts.
 """
 
+import contextlib
 import json
+import signal
+import threading
 import traceback
 
 import ipywidgets as widgets
@@ -50,13 +59,53 @@ def label(control: widgets.Widget) -> str:
     return f"{type(control).__name__}({getattr(control, 'description', '')!r})"
 
 
-def drive_explorers() -> None:
-    """Drive every live explorer; print one line, MARKER + {"errors": [...], "driven": [...]}."""
+class CallTimedOut(Exception):
+    """An explorer call outlasted its deadline."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None):
+    """Raise CallTimedOut in the block once it runs past `seconds` (main thread only; None: no deadline).
+
+    The alarm repeats every second after the deadline until the block ends: `interact`'s own call of
+    the callback (when a control moves) catches and prints the first CallTimedOut, and the block must
+    not go on unbounded after that.
+    """
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    armed = True
+
+    def expire(signum, frame):
+        if armed:  # an alarm that lands as the block ends is dropped
+            raise CallTimedOut(f"did not return within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        yield
+    finally:
+        armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def drive_explorers(call_timeout_s: float | None = None, progress_path: str | None = None) -> None:
+    """Drive every live explorer; print one line, MARKER + {"errors": [...], "driven": [...]}.
+
+    call_timeout_s: each call's deadline (None: none). progress_path: a file to which each call's name
+    is appended before the call starts.
+    """
     errors, driven = [], []
+    progress = open(progress_path, "a", encoding="utf-8") if progress_path else None
 
     def attempt(name: str, action) -> None:
+        if progress:
+            progress.write(name + "\n")
+            progress.flush()
         try:
-            action()
+            with deadline(call_timeout_s):
+                action()
         except Exception:  # every failure is reported to the test, with its traceback
             errors.append(f"{name}: {traceback.format_exc(limit=-4)}")
         plt.close("all")
@@ -107,4 +156,6 @@ def drive_explorers() -> None:
         if values:
             driven.append(label(control))
 
+    if progress:
+        progress.close()
     print(MARKER + json.dumps({"errors": errors, "driven": driven}))

@@ -5,6 +5,8 @@ in a fresh kernel with those sections removed (as tools/course_stats.py delimits
 error fails the test. Then, in the same kernel, and again after a run of the whole notebook,
 every explorer is driven through its controls' ranges (tests/explorer_driver.py): an explorer
 that breaks when a learner moves a slider fails here, not only in front of a class.
+Every wait on the kernel has a deadline (tests/notebook_runs.py), so a stuck cell or explorer call
+fails the case with its name instead of holding the run; tests/test_notebook_runs.py checks them.
 nbval (the README's test command) runs each notebook whole and compares its outputs.
 """
 
