@@ -19,6 +19,7 @@ is measured inside the runs it predicts (notebook 10, section 3): alpha; the uni
 c, the draft's turn per drafted token; f(n), the target's turn of n tokens (its call, sampling its
 n rows, the verification); the prompt's first step. Each row prints its own.
 
+Each row also prints its own "calls only" bound (`calls_only`, below) and the share of it measured.
 Then, for each setting at its best gamma, where the time goes (`round_breakdown`) and the three
 factors that make up measured / predicted (`gap_factors`). Last, the course's targets at the
 defaults, and beside each the "calls only" bound (`calls_only`): the best row's speed-up had nothing
@@ -174,7 +175,8 @@ def main() -> None:
     print()
     header = (
         f"{'setting':16} {'gamma':>5} {'plain tok/s':>11} {'spec tok/s':>10} {'speedup':>8} {'tok/call':>8}"
-        f" {'alpha':>6} {'c':>6} {'f(g+1)':>6} {'predicted':>9} {'(meas-pred)/pred':>16}"
+        f" {'alpha':>6} {'c':>6} {'f(g+1)':>6} {'predicted':>9} {'(meas-pred)/pred':>16} {'calls only':>10}"
+        f" {'meas/bound':>10}"
     )
     print(header)
     print("-" * len(header))
@@ -198,7 +200,7 @@ def main() -> None:
                 f"{name:16} {row.gamma!s:>5} {row.plain_tokens_per_second:11.0f} "
                 f"{row.speculative_tokens_per_second:10.0f} {row.speedup:7.2f}x {row.tokens_per_call:8.2f}"
                 f" {row.alpha:6.3f} {c:6.3f} {f_column:>6} {prediction.speedup:8.2f}x"
-                f" {gap:+15.1%}"
+                f" {gap:+15.1%} {calls_only(row):9.2f}x {row.speedup / calls_only(row):10.0%}"
             )
         best[name] = max(rows, key=lambda row: row.speedup)
         predicted_best, prediction = max(zip(rows, predictions, strict=True), key=lambda pair: pair[1].speedup)

@@ -155,11 +155,60 @@ def temperature_probs(logits, temperature: float) -> np.ndarray:
     return probs
 
 
+CANDIDATE_BLOCK = 32  # logits per group in largest_candidates
+
+
+def largest_candidates(rows: np.ndarray, m: int, block: int = CANDIDATE_BLOCK) -> np.ndarray | None:
+    """Column indices (R, c) that hold the m largest logits of each row, ties with the m-th included; or None.
+
+    Group j of a row holds columns j, j + G, j + 2G, ... (G = V // block groups of `block` columns).
+    If t is the m-th largest group maximum, m logits are >= t, so the row's m-th largest logit is >= t,
+    and every logit that large is in a group whose maximum is >= t: the m best groups hold them all,
+    unless another group's maximum ties with t (then None: partition the whole row). The columns
+    past the last whole group always join: c = m * block + V % block.
+    """
+    r, vocab = rows.shape
+    groups = vocab // block
+    whole = rows[:, : groups * block].reshape(r, block, groups)  # (R, block, G) column j + g G at [:, g, j]
+    group_max = whole.max(axis=1)  # (R, G) elementwise maxima of `block` contiguous slices
+    best = np.argpartition(group_max, groups - m, axis=-1)[:, groups - m :]  # (R, m) the m best groups
+    t = np.take_along_axis(group_max, best, axis=-1).min(axis=-1, keepdims=True)  # (R, 1)
+    if ((group_max >= t).sum(axis=-1) > m).any():  # a group outside the m best reaches t too
+        return None
+    columns = (best[:, :, None] + groups * np.arange(block)).reshape(r, m * block)  # (R, m * block)
+    rest = np.broadcast_to(np.arange(groups * block, vocab), (r, vocab - groups * block))  # (R, V % block)
+    return np.concatenate([columns, rest], axis=-1)  # (R, c)
+
+
+def m_largest(rows: np.ndarray, m: int) -> np.ndarray:
+    """Column indices (R, m) of the m largest logits of each row, in no order (ties: any of them)."""
+    vocab = rows.shape[-1]
+    candidates = largest_candidates(rows, m) if 4 * m * CANDIDATE_BLOCK <= vocab else None  # (R, c)
+    if candidates is None:  # few columns, or tied group maxima: partition the whole row
+        return np.argpartition(rows, vocab - m, axis=-1)[:, vocab - m :]
+    values = np.take_along_axis(rows, candidates, axis=-1)  # (R, c) about 32 m logits per row
+    chosen = np.argpartition(values, values.shape[-1] - m, axis=-1)[:, values.shape[-1] - m :]  # (R, m)
+    return np.take_along_axis(candidates, chosen, axis=-1)  # (R, m)
+
+
+def row_masses(rows: np.ndarray, row_max: np.ndarray, temperature: float, chunk: int = 4) -> np.ndarray:
+    """sum(exp((x - max x) / T)) of each row (R,), a few rows at a time: the same sums, about twice as fast.
+
+    A whole batch's float64 copy (25 MB for 64 x 50,257) goes out to memory and back for the subtraction,
+    the division and the exponential; `chunk` rows at a time stay in the CPU's cache.
+    """
+    masses = np.empty(rows.shape[0])  # (R,)
+    for start in range(0, rows.shape[0], chunk):
+        z = scaled_logits(rows[start : start + chunk], row_max[start : start + chunk], temperature)  # (c, V)
+        masses[start : start + chunk] = np.exp(z, out=z).sum(axis=-1)
+    return masses
+
+
 def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndarray:  # noqa: F811 (replaces the core's sampling_probs: the same distribution, faster; a test checks it)
     """THE distribution a token is drawn from, as composed_sampling_probs gives it, by one threshold per row.
 
     Every filter keeps the tokens whose scaled logit is >= some threshold of its row, so the
-    pipeline only needs the top of each row: take the m largest logits (argpartition, O(V)),
+    pipeline only needs the top of each row: take the m largest logits (m_largest, O(V)),
     sort those few, count how many survive every filter (kept_count), and write the
     survivors' renormalised weights into a row of zeros. If the survivors might continue past
     the m candidates, those rows retry with 16x more (finally a full sort): always exact.
@@ -180,7 +229,7 @@ def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndar
     row_max = rows.max(axis=-1, keepdims=True)  # (R, 1)
     full_mass = None
     if params.top_k is None and params.top_p < 1:
-        full_mass = np.exp(scaled_logits(rows, row_max, params.temperature)).sum(axis=-1)  # (R,)
+        full_mass = row_masses(rows, row_max, params.temperature)  # (R,)
     probs = np.zeros(rows.shape)  # (R, V) float64
     todo = np.arange(rows.shape[0])  # rows not yet written
     # Small vocabularies are sorted whole: cheaper than partitioning first.
@@ -191,7 +240,7 @@ def sampling_probs(logits, params: SamplingParams = SamplingParams()) -> np.ndar
         if m == vocab:
             index = np.argsort(-block, axis=-1, kind="stable")  # (r, V) descending
         else:
-            index = np.argpartition(block, vocab - m, axis=-1)[:, vocab - m :]  # (r, m) the m largest
+            index = m_largest(block, m)  # (r, m) the m largest, in no order
             index = index[r, np.argsort(-block[r, index], axis=-1, kind="stable")]  # (r, m) sorted descending
         top = scaled_logits(block[r, index], row_max[todo], params.temperature)  # (r, m) descending
         mass = None if full_mass is None else full_mass[todo]  # (r,)

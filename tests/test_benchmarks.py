@@ -47,6 +47,9 @@ def test_bench_speculative_checks_the_targets_at_the_defaults():
     assert re.search(r"^ +without the \d of 2 outputs that loop: tokens per call (\d\.\d\d|nan)", out, re.MULTILINE)
     bound = r"^ +calls only: at most \d\.\d\dx \(gamma (3|auto), the best row; target (1\.75|2\.5)x: (within|OUT OF) "
     assert len(re.findall(bound, out, re.MULTILINE)) == 2  # greedy and T=1
+    assert "calls only meas/bound" in out  # every row prints its own bound and the share of it measured
+    rows = re.findall(r"^(?:greedy|T=1) .* (\d+\.\d\d)x +(\d+)%$", out, re.MULTILINE)
+    assert len(rows) == 4 and all(0 < int(share) <= 150 for _, share in rows), rows  # 2 settings x 2 gammas
 
 
 def test_the_calls_only_bound_charges_the_bare_calls_and_the_measured_tokens():
