@@ -82,11 +82,11 @@ class Limits:
 
     The app enforces body_timeout (from the headers to the body's last byte, then 408), max_body
     (413), max_headers (431) and max_generations (generations at once; beyond it 503 with
-    Retry-After); uvicorn closes a connection idle for keep_alive and answers 503 beyond
-    max_connections open connections. nginx in front (`specdec.serving.proxy`) adds header_timeout
-    (to a request's last header byte; the connection then closes), max_connections per client
-    address, and keep_alive, body_timeout (nginx's: the longest pause in a body), max_body and
-    max_headers before a request reaches the app.
+    Retry-After); uvicorn closes a connection idle for keep_alive after an answer (a connection that
+    never sends a request it keeps) and answers 503 beyond max_connections open connections. nginx
+    in front (`specdec.serving.proxy`) adds header_timeout (to a request's last header byte; the
+    connection then closes), max_connections per client address, and keep_alive, body_timeout
+    (nginx's: the longest pause in a body), max_body and max_headers before a request reaches the app.
     """
 
     header_timeout: float = 5.0
