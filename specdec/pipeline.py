@@ -165,7 +165,7 @@ def largest_candidates(rows: np.ndarray, m: int, block: int = CANDIDATE_BLOCK) -
     If t is the m-th largest group maximum, m logits are >= t, so the row's m-th largest logit is >= t,
     and every logit that large is in a group whose maximum is >= t: the m best groups hold them all,
     unless another group's maximum ties with t (then None: partition the whole row). The columns
-    past the last whole group always join: c = m * block + V % block.
+    past the last whole group always join: c = m * block + V % block. Needs m <= G.
     """
     r, vocab = rows.shape
     groups = vocab // block
