@@ -51,6 +51,7 @@ ERRORS = {
     504: (504, "deadline_exceeded", "the service behind the proxy did not answer in time"),
     505: (505, "http_version", "this server speaks HTTP/1.1"),
 }
+TEMP_FOLDERS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")  # nginx's scratch folders, in the prefix
 ERROR_PATH = "/.specdec-proxy-error-"  # internal locations: no request can reach them from outside
 
 
@@ -94,9 +95,7 @@ def nginx_config(listen: str, upstream: str, limits: Limits, prefix: Path) -> st
     if os.geteuid() == 0:  # nginx's workers drop root; nobody's own group, whatever it is called here
         nobody = pwd.getpwnam("nobody")
         user = f"user nobody {grp.getgrgid(nobody.pw_gid).gr_name};"
-    temp = "\n".join(
-        f"    {kind}_temp_path {prefix / kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    )
+    temp = "\n".join(f"    {kind}_temp_path {prefix / kind};" for kind in TEMP_FOLDERS)
     return f"""# written by specdec.serving.proxy; nginx -p {prefix} -c {prefix / "nginx.conf"}
 {user}
 worker_processes 1;
@@ -169,7 +168,7 @@ class Proxy:
         self.url = f"http://{address}"
         self.prefix = Path(tempfile.mkdtemp(prefix="specdec-nginx-"))
         self.prefix.chmod(0o755)
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        for kind in TEMP_FOLDERS:
             (self.prefix / kind).mkdir(mode=0o777)
             (self.prefix / kind).chmod(0o777)  # the workers run as nobody when started as root
         config = nginx_config(address, upstream.removeprefix("http://"), limits, self.prefix)

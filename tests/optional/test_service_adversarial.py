@@ -12,6 +12,7 @@ per-address limit, JSON for what h11 refuses and HTTP/0.9 fail (appendix B, "Beh
 proxy"). What the app itself must get right runs against both set-ups always (the `both` fixture).
 """
 
+import contextlib
 import itertools
 import json
 import logging
@@ -71,22 +72,15 @@ class Tracebacks(logging.Handler):
             self.records.append(record)
 
 
+@contextlib.contextmanager
 def serving(service: GenerationService, front: str, limits: Limits = FAST):
-    """A Front: the app on uvicorn, with nginx in front of it for "proxy"; a context manager."""
-
-    class Serving:
-        def __enter__(self) -> Front:
-            self.server = BackgroundServer(service, limits=limits).__enter__()
-            self.proxy = Proxy(self.server.url, limits).__enter__() if front == "proxy" else None
-            url = self.proxy.url if self.proxy else self.server.url
-            return Front(front, url, self.server, self.proxy)
-
-        def __exit__(self, *exc) -> None:
-            if self.proxy is not None:
-                self.proxy.__exit__()
-            self.server.__exit__()
-
-    return Serving()
+    """A Front: the app on uvicorn, with nginx in front of it for "proxy"."""
+    with BackgroundServer(service, limits=limits) as server:
+        if front == "app":
+            yield Front(front, server.url, server, None)
+            return
+        with Proxy(server.url, limits) as proxy:
+            yield Front(front, proxy.url, server, proxy)
 
 
 @pytest.fixture(scope="module", params=FRONTS)
@@ -371,30 +365,30 @@ def hold_slow_bodies(front: Front, count: int, stop: threading.Event) -> list[so
     return held
 
 
-def test_a_good_client_is_served_while_256_slow_bodies_are_held():
+@pytest.mark.parametrize("name", FRONTS)
+def test_a_good_client_is_served_while_256_slow_bodies_are_held(name):
     """256 connections of one address trickle bodies past every deadline but the gap between bytes;
     a client at another address is served at once, and the slow address gets 503s, in JSON."""
     limits = Limits(header_timeout=1.0, keep_alive=1.0, body_timeout=1.0, max_connections=256)
-    for name in FRONTS:
-        with serving(GenerationService(TARGET, DRAFT, TOKENIZER), name, limits) as served:
-            stop = threading.Event()
-            held = hold_slow_bodies(served, 256, stop)
-            try:
-                time.sleep(1.5)  # longer than the header and body deadlines: the drip keeps them alive
-                good = json.dumps({"model": "specdec-bundled", "prompt": "x", "max_tokens": 4, "seed": 1}).encode()
-                for raw in [
-                    b"GET /health HTTP/1.1\r\n" + HOST + b"Connection: close\r\n\r\n",
-                    POST + b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(good) + good,
-                ]:
-                    answer = exchange(served, raw, source=GOOD_CLIENT)
-                    assert answer.statuses == [200] and answer.seconds < 1.0, (name, answer.raw[:300])
-                over = exchange(served, b"GET /health HTTP/1.1\r\n" + HOST + b"\r\n")  # the same address, 257th
-                assert over.statuses == [503] and over.headers()["retry-after"] == "1", (name, over.raw[:300])
-                assert_json_error(over, "overloaded")
-            finally:
-                stop.set()
-                for connection in held:
-                    connection.close()
+    with serving(GenerationService(TARGET, DRAFT, TOKENIZER), name, limits) as served:
+        stop = threading.Event()
+        held = hold_slow_bodies(served, 256, stop)
+        try:
+            time.sleep(1.5)  # longer than the header and body deadlines: the drip keeps them alive
+            good = json.dumps({"model": "specdec-bundled", "prompt": "x", "max_tokens": 4, "seed": 1}).encode()
+            for raw in [
+                b"GET /health HTTP/1.1\r\n" + HOST + b"Connection: close\r\n\r\n",
+                POST + b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(good) + good,
+            ]:
+                answer = exchange(served, raw, source=GOOD_CLIENT)
+                assert answer.statuses == [200] and answer.seconds < 1.0, (name, answer.raw[:300])
+            over = exchange(served, b"GET /health HTTP/1.1\r\n" + HOST + b"\r\n")  # the same address, 257th
+            assert over.statuses == [503] and over.headers()["retry-after"] == "1", (name, over.raw[:300])
+            assert_json_error(over, "overloaded")
+        finally:
+            stop.set()
+            for connection in held:
+                connection.close()
 
 
 # --- 4. what only the app knows: JSON, fields, streams --------------------------------------------------
