@@ -19,7 +19,8 @@ is measured inside the runs it predicts (notebook 10, section 3): alpha; the uni
 c, the draft's turn per drafted token; f(n), the target's turn of n tokens (its call, sampling its
 n rows, the verification); the prompt's first step. Each row prints its own.
 
-Each row also prints its own "calls only" bound (`calls_only`, below) and the share of it measured.
+Each row also prints its own "calls only" bound (`specdec.harness.calls_only`, notebook 10) and the
+share of it measured.
 Then, for each setting at its best gamma, where the time goes (`round_breakdown`) and the three
 factors that make up measured / predicted (`gap_factors`). Last, the course's targets at the
 defaults, and beside each the "calls only" bound (`calls_only`): the best row's speed-up had nothing
@@ -37,7 +38,6 @@ Needs only the course's environment (numpy, threadpoolctl); run it on an otherwi
 import argparse
 import cProfile
 import datetime
-import math
 import os
 import platform
 import pstats
@@ -57,7 +57,7 @@ from specdec import SamplingParams  # noqa: E402
 from specdec.harness import (  # noqa: E402
     LOOP_FRACTION,
     PARTS,
-    Summary,
+    calls_only,
     gap_factors,
     heldout_prompts,
     label,
@@ -79,21 +79,6 @@ SETTINGS = [
     SamplingParams(temperature=0.7, top_k=20),
 ]
 TARGETS = {"greedy": (5.0, 2.5), "T=1": (3.1, 1.75)}  # at the library's defaults: tokens per target call, speed-up
-
-
-def calls_only(row: Summary) -> float:
-    """What a row's rounds would give if only the models' calls took time: a bound on its speed-up.
-
-    Tokens per target call over the mean round's calls, sum over rounds of ((n - 1) c + f_call(n)) /
-    rounds, where a round scores n = drafts + 1 tokens; all measured in the row's own runs (c, the
-    draft's turn per drafted token, and f_call, the target's bare call of n tokens, in plain steps).
-    Sampling the target's rows, verifying, the loop and the prompt cost nothing, while plain decoding
-    keeps its real cost: no verification rule or bookkeeping can beat it with these calls.
-    """
-    costs = row.costs
-    rounds = costs.rounds  # {n: how many rounds scored n tokens}
-    calls = math.fsum(k * ((n - 1) * costs.c + costs.f_call[n]) for n, k in rounds.items())
-    return row.tokens_per_call / (calls / sum(rounds.values()))
 
 
 def gamma_argument(text: str) -> int | str:

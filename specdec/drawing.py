@@ -103,6 +103,19 @@ draw_flat = draw  # the core's flat search keeps a second name: this cell replac
 BLOCK = 256  # tokens per block in the two-level search
 
 
+def draw_row(cdf: np.ndarray, total: float, probs: np.ndarray, rng: np.random.Generator) -> np.int64:
+    """One token from one row `probs` (V,) whose running sums `cdf` (V,) and `total` are given.
+
+    The search `draw` runs for a single row of at most BLOCK tokens: u uniform on [0, total), the
+    first i with u < F_i, then the rounding repair. A caller that draws again and again from the
+    same row (notebook 08) computes its running sums once and passes them in.
+    """
+    token = min(int(cdf.searchsorted(rng.random() * total, side="right")), probs.size - 1)
+    if probs[token] == 0:  # the rounding repair below, for one row
+        token = probs.size - 1 - int(np.argmax(probs[::-1] > 0))
+    return np.int64(token)
+
+
 def draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:  # noqa: F811 (replaces the core's draw: the same tokens, faster; a test checks it)
     """`sample` without the checks, in two levels: the core's flat `draw`, faster, with the same tokens.
 
@@ -116,10 +129,7 @@ def draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:  # noqa: F8
     """
     vocab = probs.shape[-1]
     if probs.ndim == 1 and vocab <= BLOCK:  # one row, the decoding loop's case: the same search on scalars
-        token = min(int(np.searchsorted(np.cumsum(probs), rng.random() * probs.sum(), side="right")), vocab - 1)
-        if probs[token] == 0:  # the rounding repair below, for one row
-            token = vocab - 1 - int(np.argmax(probs[::-1] > 0))
-        return np.int64(token)
+        return draw_row(np.cumsum(probs), probs.sum(), probs, rng)
     rows = probs.reshape(-1, vocab)  # (R, V)
     r = np.arange(rows.shape[0])  # (R,)
     if vocab <= BLOCK:  # one level is enough

@@ -440,6 +440,22 @@ def round_breakdown(
     return Breakdown(split["plain"], split["speculative"])
 
 
+def calls_only(row: Summary) -> float:
+    """A row's speed-up per token if only the target's calls and the draft's turns took time: a bound.
+
+    Tokens per target call over the mean round's cost, sum over rounds of ((n - 1) c + f_call(n)) /
+    rounds, where a round scores n = drafts + 1 tokens; all measured in the row's own runs (c, the
+    draft's whole turn per drafted token, and f_call, the target's bare call of n tokens, in plain
+    steps). Sampling the target's rows, verifying, rollbacks and the loop cost nothing, while plain
+    decoding keeps its real cost per token: no verification rule or bookkeeping of the round can beat
+    it with these calls. The prompt is left out on both sides (a whole run reads it once either way).
+    """
+    costs = row.costs
+    rounds = costs.rounds  # {n: how many rounds scored n tokens}
+    calls = math.fsum(k * ((n - 1) * costs.c + costs.f_call[n]) for n, k in rounds.items())
+    return row.tokens_per_call / (calls / sum(rounds.values()))
+
+
 @dataclass(frozen=True)
 class Quality:
     """How well a setting's distribution predicts held-out text (`heldout_quality`)."""

@@ -244,6 +244,8 @@ def check_params(params) -> "SamplingParams":
     """
     from specdec.pipeline import SamplingParams  # here, not at the top: pipeline.py imports this module
 
+    if type(params) is SamplingParams:  # the usual case, decided without reading the fields
+        return params
     fields = tuple(field.name for field in dataclasses.fields(params)) if dataclasses.is_dataclass(params) else ()
     notebooks = type(params).__name__ == "SamplingParams" and fields == SAMPLING_FIELDS
     if not (isinstance(params, SamplingParams) or notebooks):
@@ -289,6 +291,10 @@ def check_score(tokens, state, state_type: type, model, name: str = "state") -> 
 
 def check_new_tokens(tokens, vocab_size: int) -> np.ndarray:
     """The tokens to score as a 1-D int64 array, after checking there is at least one and each is in [0, V)."""
+    if type(tokens) is list and tokens and all(type(token) is int for token in tokens):  # decoding's case
+        if min(tokens) < 0 or max(tokens) >= vocab_size:  # on Python ints: faster than two array reductions
+            raise ValueError(f"token ids must be in [0, {vocab_size}), got {min(tokens)}..{max(tokens)}")
+        return np.array(tokens, dtype=np.int64)  # (n,)
     array = as_array(tokens, "tokens")
     if array.size == 0:
         raise ValueError("score needs at least one token")
@@ -322,7 +328,7 @@ def check_scores(logits, model, n_tokens: int, name: str = "model") -> np.ndarra
     if arr.dtype.kind == "f":  # the hot path: one pass, then explain only if something is wrong
         # a row's max is NaN or +inf if the row holds one, -inf if it is all -inf, so the sum of the
         # rows' maxima is finite when every row is fine (a sum that overflows takes the slow path)
-        if math.isfinite(arr.max(axis=-1).sum()):
+        if math.isfinite(arr.max() if n_tokens == 1 else arr.max(axis=-1).sum()):  # one row: its max
             return arr
     return check_logits(arr, f"{name}.score's logits")  # integers, or a bad row: it says which
 

@@ -5,7 +5,6 @@ is run by tests/optional/.
 """
 
 import dataclasses
-import importlib.util
 import re
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from specdec.harness import TurnCosts
+from specdec.harness import TurnCosts, calls_only
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 MACHINE = re.compile(r"machine: .+ logical CPUs; numpy \S+, .+ kernels\)")
@@ -53,17 +52,14 @@ def test_bench_speculative_checks_the_targets_at_the_defaults():
 
 
 def test_the_calls_only_bound_charges_the_bare_calls_and_the_measured_tokens():
-    spec = importlib.util.spec_from_file_location("bench_speculative", BENCHMARKS / "bench_speculative.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     # 3 tokens per call; three rounds of 4 drafts (c = 0.1, bare 5-token call 1.6 steps) and one of 2 drafts
     # (bare 3-token call 1.2): calls per round (3 x 2.0 + 1.4) / 4 = 1.85. The whole turn f (call + sampling
     # + verification) is not what the bound charges.
     costs = TurnCosts(unit=1e-3, c=0.1, f={5: 2.4, 3: 1.9}, f_call={5: 1.6, 3: 1.2}, prompt=5.0, rounds={5: 3, 3: 1})
     row = SimpleNamespace(gamma=4, tokens_per_call=3.0, costs=costs)  # the fields of a Summary calls_only reads
-    assert bench.calls_only(row) == pytest.approx(3.0 / 1.85)
+    assert calls_only(row) == pytest.approx(3.0 / 1.85)
     row.costs = dataclasses.replace(costs, rounds={5: 1})
-    assert bench.calls_only(row) == pytest.approx(3.0 / 2.0)
+    assert calls_only(row) == pytest.approx(3.0 / 2.0)
 
 
 def test_bench_speculative_runs_with_block_verification():
