@@ -4,12 +4,14 @@ Speculative decoding pays f(n) = cost(n positions) / cost(1 position) per round,
 how each part of a layer grows with n. This script times every step of one layer of the bundled
 target exactly as `specdec.gpt.GPT.score` runs it (layer norm, the qkv product, attention scores,
 mask, softmax, the attention-weighted values, the output projection, the MLP's two products and
-GELU), after a context of 128 tokens, plus the whole `score` call, with `time_calls`: every step at
-every n interleaved in shuffled rounds, medians. (The mask and the softmax work on a copy of the
-scores, so their figures include one small copy each.) Then the bare matrix products of the MLP's first
-weight, (n, d) @ (d, 4d), where a BLAS switches from a matrix-vector kernel (n = 1) to a
-matrix-matrix one (n >= 2): the "gemv/gemm cliff", which differs between BLAS kernels
-(OpenBLAS's SkylakeX kernels on Intel, its Haswell kernels on AMD).
+GELU; the products through `specdec.gpt.linear`), after a context of 128 tokens, plus the whole
+`score` call, with `time_calls`: every step at every n interleaved in shuffled rounds, medians.
+(The mask and the softmax work on a copy of the scores, so their figures include one small copy
+each.) Then the bare matrix products of the MLP's first weight, (n, d) @ (d, 4d), where a BLAS
+switches from a matrix-vector kernel (n = 1) to a matrix-matrix one (n >= 2): the "gemv/gemm
+cliff", which differs between BLAS kernels (OpenBLAS's SkylakeX kernels on Intel, its Haswell
+kernels on AMD); and the same product as a stack of n matrix-vector products, which `linear` uses
+for 2 to STACKED_ROWS rows on the kernels where it measured faster (notebook 06).
 
     python benchmarks/bench_forward.py            # a few seconds; prints the machine and BLAS first
 
@@ -26,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere: `specdec` importable
 
-from specdec.gpt import gelu, layer_norm  # noqa: E402
+from specdec.gpt import STACKED_ROWS, gelu, layer_norm, linear  # noqa: E402
 from specdec.models import load_model  # noqa: E402
 from specdec.threads import describe_machine, generation_threads  # noqa: E402
 from specdec.timing import time_calls  # noqa: E402
@@ -61,15 +63,15 @@ def layer_steps(target, state, n: int, rng: np.random.Generator) -> dict:
     attention = softmax()
     return {
         "layer norm": lambda: layer_norm(x, g1, b1),
-        "qkv product": lambda: x @ w_qkv + b_qkv,
+        "qkv product": lambda: linear(x, w_qkv, b_qkv),
         "scores q.k": lambda: q @ keys.transpose(0, 2, 1),
         "mask": mask if n > 1 else (lambda: None),
         "softmax": softmax,
         "attention @ v": lambda: (attention @ values).transpose(1, 0, 2).reshape(n, -1),
-        "output product": lambda: x @ w_o + b_o,
-        "MLP in product": lambda: x @ w_in + b_in,
+        "output product": lambda: linear(x, w_o, b_o),
+        "MLP in product": lambda: linear(x, w_in, b_in),
         "GELU": lambda: gelu(hidden),
-        "MLP out product": lambda: hidden @ w_out + b_out,
+        "MLP out product": lambda: linear(hidden, w_out, b_out),
     }
 
 
@@ -101,13 +103,14 @@ def main() -> None:
         functions.update({(name, n): fn for name, fn in layer_steps(target, state, n, rng).items()})
         functions[("whole score call", n)] = whole_call(n)
     d = target.d_model
-    for n in range(1, 10):  # the bare product at every n, to see the kernel switch
+    for n in range(1, 10):  # the bare product at every n, both ways, to see the kernel switch
         x, w = rng.standard_normal((n, d)).astype(np.float32), target.layers[0][8]
         functions[("bare", n)] = lambda x=x, w=w: x @ w
+        functions[("stack", n)] = lambda x=x, w=w: x[:, None, :] @ w  # one gemv per row, one numpy call
     with generation_threads():
         times = time_calls(functions, repeats=args.repeats, number=5, rng=rng)
 
-    names = [name for name, n in functions if n == 1 and name not in ("bare", "whole score call")]
+    names = [name for name, n in functions if n == 1 and name not in ("bare", "stack", "whole score call")]
     print(f"\n{'step of one layer':18}" + "".join(f"{f'n={n}':>9}" for n in N_VALUES) + "   growth n=1->9")
     for name in names:
         row = [times[(name, n)] * 1e6 for n in N_VALUES]
@@ -122,8 +125,12 @@ def main() -> None:
         "the rest of a call is the embedding, the final layer norm and logits, and Python)"
     )
     bare = [times[("bare", n)] * 1e6 for n in range(1, 10)]
+    stack = [times[("stack", n)] * 1e6 for n in range(1, 10)]
     print(f"\n(n, {d}) @ ({d}, {4 * d}) float32, n = 1..9 (us):  " + " ".join(f"{t:.1f}" for t in bare))
     print(f"  n = 2 over n = 1: {bare[1] / bare[0]:.2f}x (above 1: the matrix-matrix kernel costs more than gemv)")
+    print("the same as a stack of n gemv (us):            " + " ".join(f"{t:.1f}" for t in stack))
+    faster = [n for n in range(2, 10) if stack[n - 1] < bare[n - 1]]
+    print(f"  the stack is faster at n = {faster}; the package's linear stacks 2..{STACKED_ROWS} rows here")
 
 
 if __name__ == "__main__":

@@ -84,6 +84,17 @@ def cpu_name() -> str:
         return platform.processor() or platform.machine()
 
 
+def blas_kernels() -> frozenset[str]:
+    """The kernel families of the BLAS libraries numpy loaded ("Haswell", "SkylakeX", ...); empty if unknown."""
+    try:
+        from threadpoolctl import threadpool_info  # optional, as above
+    except ImportError:
+        return frozenset()
+    return frozenset(
+        str(i["architecture"]) for i in threadpool_info() if i["user_api"] == "blas" and i.get("architecture")
+    )
+
+
 def describe_machine() -> str:
     """The CPU and numpy's BLAS (library, version, kernel): what every timing in the course depends on."""
     cpu = cpu_name()

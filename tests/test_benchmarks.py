@@ -32,6 +32,8 @@ def test_bench_forward_prints_the_kernel_and_f_of_n():
     out = run("bench_forward.py").stdout
     assert MACHINE.search(out)
     assert re.search(r"^f\(n\)\s+1\.00(\s+\d\.\d\d){3}$", out, re.MULTILINE)
+    assert re.search(r"^the same as a stack of n gemv \(us\):( +\d+\.\d){9}$", out, re.MULTILINE)
+    assert re.search(r"the package's linear stacks 2\.\.[07] rows here$", out, re.MULTILINE)
 
 
 def test_bench_speculative_checks_the_targets_at_the_defaults():

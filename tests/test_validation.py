@@ -14,7 +14,7 @@ import pytest
 import specdec
 from specdec import SamplingParams
 from specdec.models import read_npz
-from specdec.validation import check_generator, check_integer, check_optional_token, check_real
+from specdec.validation import check_generator, check_integer, check_new_tokens, check_optional_token, check_real
 
 TARGET = specdec.load_model("target")
 DRAFT = specdec.load_model("draft")
@@ -290,3 +290,18 @@ def test_logits_a_float_range_apart_give_the_right_answer_without_a_warning(call
     assert not np.isnan(out).any()
     if out.dtype == np.float64 and out.shape[-1] == 4 and np.all(out >= 0):  # a distribution: all mass on the max
         np.testing.assert_allclose(out, [[1, 0, 0, 0], [0, 0, 1, 0]], atol=0)
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [[5, 200], [-1, 3], [3, 2**70], [97, 98]],
+    ids=["too large", "negative", "beyond int64", "one past the end"],
+)
+def test_a_list_of_ints_is_checked_like_an_array(tokens):
+    """check_new_tokens' fast path for a list of Python ints refuses what the array path refuses, alike."""
+    with pytest.raises(ValueError, match=r"token ids must be in \[0, 98\), got -?\d+\.\.\d+"):
+        check_new_tokens(tokens, 98)
+    ok = check_new_tokens([0, 97, 5], 98)
+    assert ok.dtype == np.int64 and ok.tolist() == [0, 97, 5]
+    with pytest.raises(TypeError, match="integer token ids, got dtype bool"):
+        check_new_tokens([True, False], 98)  # bools are not ints here: the array path says so
