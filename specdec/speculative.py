@@ -16,6 +16,12 @@ from specdec.threads import generation_threads
 from specdec.verify import verify_drawn
 
 
+def draft_token(logits: np.ndarray, params: SamplingParams, rng: np.random.Generator) -> tuple[int, np.ndarray]:
+    """One sampled draft token, and the row q = sampling_probs(logits, params) it was drawn from."""
+    q = sampling_probs(logits, params)  # (V,) the distribution this draft token comes from
+    return int(draw(q, rng)), q
+
+
 def propose(
     draft: LanguageModel, state: DecodingState, sequence: list[int], gamma: int, params, rng, min_confidence=0.0
 ) -> tuple[list[int], np.ndarray | None]:
@@ -33,8 +39,7 @@ def propose(
             if min_confidence > 0:  # softmax(logits)[token], without the whole softmax
                 block /= np.exp(logits - logits[token]).sum()
         else:
-            q = sampling_probs(logits, params)  # (V,) the distribution this draft token comes from
-            token = int(draw(q, rng))
+            token, q = draft_token(logits, params, rng)  # q: (V,) the distribution the token comes from
             q_rows.append(q)
             block *= q[token]
         drafts.append(token)
@@ -165,20 +170,19 @@ def speculative_generate(
     return stats
 
 
-propose_afresh = propose  # section 4's propose, kept to compare: the cell replaces `propose`
+draft_token_afresh = draft_token  # section 4's draft_token, kept to compare: this cell replaces `draft_token`
 DRAFT_ROWS_MAX = 16_384  # distinct (settings, row) pairs remembered before the memo starts afresh
 draft_rows: dict = {}  # (params, dtype, row bytes) -> (q, its running sums, q's sum): a cache
 
 
-def draft_token(logits: np.ndarray, params: SamplingParams, rng: np.random.Generator) -> tuple[int, np.ndarray]:
-    """A token drawn from q = sampling_probs(logits, params), and q: int(draw(q, rng)) and q, bit for bit.
+def draft_token(logits: np.ndarray, params: SamplingParams, rng: np.random.Generator) -> tuple[int, np.ndarray]:  # noqa: F811 (replaces section 4's draft_token: the same token and q, bit for bit; a test checks it)
+    """Section 4's draft_token, remembered: int(draw(q, rng)) and q = sampling_probs(logits, params), bit for bit.
 
     Rows of at most BLOCK tokens are remembered by their bytes: q, its running sums and its sum are
     computed once per distinct row and setting, and a draw is then one uniform and a binary search.
     """
     if logits.size > BLOCK:  # wide rows: nothing remembered, draw's two-level search
-        q = sampling_probs(logits, params)  # (V,)
-        return int(draw(q, rng)), q
+        return draft_token_afresh(logits, params, rng)
     key = (params, logits.dtype.char, logits.tobytes())
     remembered = draft_rows.get(key)  # one lookup: safe while another thread clears the memo
     if remembered is None:
@@ -190,26 +194,3 @@ def draft_token(logits: np.ndarray, params: SamplingParams, rng: np.random.Gener
         draft_rows[key] = remembered
     q, cdf, total = remembered
     return int(draw_row(cdf, total, q, rng)), q
-
-
-def propose(  # noqa: F811 (replaces section 4's propose: the same drafts and q, bit for bit; a test checks it)
-    draft: LanguageModel, state: DecodingState, sequence: list[int], gamma: int, params, rng, min_confidence=0.0
-) -> tuple[list[int], np.ndarray | None]:
-    """Section 4's propose, each sampled draft token from draft_token: the same drafts and rows q, faster."""
-    unread = sequence[state.length :]  # what the draft has not read yet: one token, or two
-    logits = validation.check_scores(draft.score(unread, state), draft, len(unread), "draft")[-1]  # (V,)
-    drafts, q_rows, block = [], [], 1.0  # block: the draft's probability of all its drafts so far
-    for i in range(gamma):
-        if params.greedy:
-            token = int(np.argmax(logits))
-            if min_confidence > 0:  # softmax(logits)[token], without the whole softmax
-                block /= np.exp(logits - logits[token]).sum()
-        else:
-            token, q = draft_token(logits, params, rng)  # q: (V,) the distribution the token comes from
-            q_rows.append(q)
-            block *= q[token]
-        drafts.append(token)
-        if i == gamma - 1 or block < min_confidence:  # nobody needs the token after the last draft
-            break
-        logits = validation.check_scores(draft.score([token], state), draft, 1, "draft")[0]  # (V,)
-    return drafts, (np.array(q_rows) if q_rows else None)

@@ -1,11 +1,12 @@
 """Notebook 08's memoised draft tokens: the same drafts, the same rows q and the same uniforms as afresh.
 
-`propose` (Going further) draws each sampled draft token with `draft_token`, which remembers q and its
-running sums per distinct (settings, row). That is a cache, never a change of results: every draft,
-every bit of every q, and the generator's state afterwards must equal `propose_afresh`'s (section 4's
-propose), for drafts whose rows repeat (the n-gram, prompt lookup) and for one whose rows never do (the
-GPT), narrow rows and wide ones. The negative controls are memos with a bug (a key without the
-settings; the running sums taken from the wrong row) that the same comparisons must catch.
+`propose` draws each sampled draft token with `draft_token`, which the package's Going further replaces
+with one that remembers q and its running sums per distinct (settings, row). That is a cache, never a
+change of results: every draft, every bit of every q, and the generator's state afterwards must equal
+`draft_token_afresh`'s (section 4's), through `propose` and through whole generations, for drafts whose
+rows repeat (the n-gram, prompt lookup) and for one whose rows never do (the GPT), narrow rows and wide
+ones. The negative controls are memos with a bug (a key without the settings; running sums added in
+another order) that the same comparisons must catch.
 """
 
 import sys
@@ -21,10 +22,11 @@ from specdec import SamplingParams
 from specdec.drawing import BLOCK, draw, draw_row
 from specdec.lookup import PromptLookupDraft
 from specdec.pipeline import sampling_probs
-from specdec.speculative import draft_token, propose, propose_afresh
+from specdec.speculative import draft_token, draft_token_afresh, propose
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))
 from corpus import load_corpus  # noqa: E402
+from helpers import FixedUniform  # noqa: E402
 
 SETTINGS = [
     SamplingParams(temperature=1.0),
@@ -47,23 +49,27 @@ def prompts():
     return [stream[start : start + 40].astype(np.int64) for start in (1_000, 57_000, 230_000)]
 
 
-def draft_text(turn, draft, prompt, params, seed, new_tokens=60, gamma=4):
-    """The draft writing after `prompt` with `turn`, every draft kept: (text, rows q, the generator's state)."""
-    rng, state, sequence, rows = np.random.default_rng(seed), draft.start(), prompt.tolist(), []
-    while len(sequence) < prompt.size + new_tokens:
-        drafts, q = turn(draft, state, sequence, gamma, params, rng)
-        assert q.shape == (len(drafts), draft.vocab_size) and q.dtype == np.float64
-        sequence += drafts
-        rows.append(q)
+def draft_text(token_of, draft, prompt, params, seed, new_tokens=60, gamma=4):
+    """The draft writing after `prompt` through `propose`, every draft kept, each sampled token from
+    `token_of` (a draft_token): (text, rows q, the generator's state)."""
+    with pytest.MonkeyPatch.context() as patch:
+        if token_of is not speculative.draft_token:  # propose looks draft_token up at every token
+            patch.setattr(speculative, "draft_token", token_of)
+        rng, state, sequence, rows = np.random.default_rng(seed), draft.start(), prompt.tolist(), []
+        while len(sequence) < prompt.size + new_tokens:
+            drafts, q = propose(draft, state, sequence, gamma, params, rng)
+            assert q.shape == (len(drafts), draft.vocab_size) and q.dtype == np.float64
+            sequence += drafts
+            rows.append(q)
     return sequence[prompt.size :], np.concatenate(rows), rng.bit_generator.state
 
 
-def differences(turn, reference, draft, prompts, params, seeds=(0, 1)) -> list[str]:
-    """What differs between two proposers on the same prompts and seeds: texts, any bit of q, the rng."""
+def differences(token_of, reference, draft, prompts, params, seeds=(0, 1)) -> list[str]:
+    """What differs between two draft_tokens on the same prompts and seeds: texts, any bit of q, the rng."""
     found = []
     for seed in seeds:
         for i, prompt in enumerate(prompts):
-            text, q, rng_state = draft_text(turn, draft, prompt, params, seed)
+            text, q, rng_state = draft_text(token_of, draft, prompt, params, seed)
             text_ref, q_ref, rng_ref = draft_text(reference, draft, prompt, params, seed)
             if text != text_ref:
                 found.append(f"prompt {i}, seed {seed}: different drafts")
@@ -78,8 +84,8 @@ def differences(turn, reference, draft, prompts, params, seeds=(0, 1)) -> list[s
 @pytest.mark.parametrize("params", SETTINGS, ids=str)
 def test_the_memo_draws_what_afresh_draws(models, prompts, name, params):
     speculative.draft_rows.clear()
-    cold = differences(propose, propose_afresh, models[name], prompts, params)  # the memo filling up
-    warm = differences(propose, propose_afresh, models[name], prompts, params)  # every row met before
+    cold = differences(draft_token, draft_token_afresh, models[name], prompts, params)  # the memo filling up
+    warm = differences(draft_token, draft_token_afresh, models[name], prompts, params)  # every row met before
     assert cold == warm == []
 
 
@@ -87,11 +93,11 @@ def test_the_ngram_meets_its_rows_again(models, prompts):
     """The point of the memo: the n-gram's rows repeat, so fewer rows are stored than tokens drawn, and
     writing the same texts again (the same seeds) stores none."""
     speculative.draft_rows.clear()
-    drawn = sum(len(draft_text(propose, models["ngram"], p, SETTINGS[0], seed)[0]) for p in prompts for seed in (0, 1))
+    drawn = sum(len(draft_text(draft_token, models["ngram"], p, SETTINGS[0], s)[0]) for p in prompts for s in (0, 1))
     stored = len(speculative.draft_rows)
     assert 0 < stored < 0.8 * drawn
     for p in prompts:
-        draft_text(propose, models["ngram"], p, SETTINGS[0], 0)
+        draft_text(draft_token, models["ngram"], p, SETTINGS[0], 0)
     assert len(speculative.draft_rows) == stored
 
 
@@ -102,7 +108,7 @@ def test_whole_generations_are_the_same_as_afresh(models, prompts, params, monke
         specdec.speculative_generate(target, models["ngram"], p, 40, params, rng=np.random.default_rng(i)).tokens
         for i, p in enumerate(prompts)
     ]
-    monkeypatch.setattr(speculative, "propose", propose_afresh)  # the loop looks `propose` up each round
+    monkeypatch.setattr(speculative, "draft_token", draft_token_afresh)  # propose looks it up at every token
     afresh = [
         specdec.speculative_generate(target, models["ngram"], p, 40, params, rng=np.random.default_rng(i)).tokens
         for i, p in enumerate(prompts)
@@ -154,21 +160,21 @@ def test_draw_row_is_draws_search_for_one_row():
 def test_the_memo_starts_afresh_when_full(models, prompts, monkeypatch):
     monkeypatch.setattr(speculative, "DRAFT_ROWS_MAX", 5)
     speculative.draft_rows.clear()
-    assert differences(propose, propose_afresh, models["ngram"], prompts, SETTINGS[2]) == []
+    assert differences(draft_token, draft_token_afresh, models["ngram"], prompts, SETTINGS[2]) == []
     assert len(speculative.draft_rows) <= 5
 
 
 def test_threads_sharing_the_memo_draw_what_one_thread_draws(models, prompts):
     """Four generations at once share the memo (and may clear it); each draws what it draws alone."""
     draft, params = models["ngram"], SETTINGS[0]
-    alone = [draft_text(propose_afresh, draft, prompts[i % 3], params, seed=i)[0] for i in range(8)]
+    alone = [draft_text(draft_token_afresh, draft, prompts[i % 3], params, seed=i)[0] for i in range(8)]
     speculative.draft_rows.clear()
     together: dict[int, list] = {}
     errors = []
 
     def write(i):
         try:
-            together[i] = draft_text(propose, draft, prompts[i % 3], params, seed=i)[0]
+            together[i] = draft_text(draft_token, draft, prompts[i % 3], params, seed=i)[0]
         except Exception as error:  # noqa: BLE001 (reported below, with the thread's number)
             errors.append((i, error))
 
@@ -192,8 +198,8 @@ def test_a_remembered_row_cannot_be_changed(models, prompts):
 # --- Negative controls: memos with a bug, caught by the same comparisons -------------------------
 
 
-def memo_proposer(key_of, sums_of):
-    """A propose whose memo is keyed by key_of(row, params) and stores the running sums sums_of(q, row)."""
+def memo_token(key_of, sums_of):
+    """A draft_token whose memo is keyed by key_of(row, params) and stores the running sums sums_of(q)."""
     memo = {}
 
     def token_of(logits, params, rng):
@@ -204,47 +210,24 @@ def memo_proposer(key_of, sums_of):
         q, cdf, total = memo[key]
         return int(draw_row(cdf, total, q, rng)), q
 
-    def turn(draft, state, sequence, gamma, params, rng):
-        unread = sequence[state.length :]
-        logits = draft.score(unread, state)[-1]
-        drafts, rows = [], []
-        for i in range(gamma):
-            token, q = token_of(logits, params, rng)
-            drafts.append(token)
-            rows.append(q)
-            if i < gamma - 1:
-                logits = draft.score([token], state)[0]
-        return drafts, np.array(rows)
-
-    return turn
+    return token_of
 
 
 def test_the_comparisons_catch_a_memo_keyed_without_the_settings(models, prompts):
-    forgetful = memo_proposer(lambda row, params: row.tobytes(), lambda q: (np.cumsum(q), q.sum()))
-    correct = memo_proposer(lambda row, params: (params, row.tobytes()), lambda q: (np.cumsum(q), q.sum()))
+    forgetful = memo_token(lambda row, params: row.tobytes(), lambda q: (np.cumsum(q), q.sum()))
+    correct = memo_token(lambda row, params: (params, row.tobytes()), lambda q: (np.cumsum(q), q.sum()))
     for params in SETTINGS[:2]:  # the second setting meets rows the first stored
-        assert differences(correct, propose_afresh, models["ngram"], prompts, params) == []
+        assert differences(correct, draft_token_afresh, models["ngram"], prompts, params) == []
     memo_reused = []
     for params in SETTINGS[:2]:
-        memo_reused += differences(forgetful, propose_afresh, models["ngram"], prompts, params)
+        memo_reused += differences(forgetful, draft_token_afresh, models["ngram"], prompts, params)
     assert memo_reused, "a memo that ignores the settings serves T = 1's q at T = 0.7 and must be caught"
 
 
 def test_the_comparisons_catch_running_sums_in_another_order(models, prompts):
     """Sums of the same q added in another order differ in the last bits: some draw must move, or q's bytes."""
-    reordered = memo_proposer(lambda row, params: row.tobytes(), lambda q: (np.cumsum(q[::-1])[::-1], q.sum()))
-    assert differences(reordered, propose_afresh, models["ngram"], prompts, SETTINGS[0])
-
-
-class FixedUniform(np.random.Generator):
-    """A Generator whose uniforms are all `u`: puts a draw exactly at a step of the running sums."""
-
-    def __init__(self, u: float):
-        super().__init__(np.random.PCG64(0))
-        self.u = u
-
-    def random(self, size=None, dtype=np.float64, out=None):
-        return self.u if size is None else np.full(size, self.u)
+    reordered = memo_token(lambda row, params: row.tobytes(), lambda q: (np.cumsum(q[::-1])[::-1], q.sum()))
+    assert differences(reordered, draft_token_afresh, models["ngram"], prompts, SETTINGS[0])
 
 
 def edge_uniforms(q: np.ndarray) -> list[float]:
@@ -272,6 +255,7 @@ def test_draws_at_every_step_are_draws(models, prompts):
 
 
 def test_the_package_uses_the_memo():
-    """speculative_generate looks `propose` up each round: the package's must be the memoised one."""
-    assert speculative.propose is not propose_afresh
+    """propose looks `draft_token` up at every sampled token: the package's must be the memoised one."""
+    assert speculative.draft_token is not draft_token_afresh
+    assert "draft_rows" in speculative.draft_token.__code__.co_names
     assert "draft_token" in speculative.propose.__code__.co_names

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import FixedUniform
 
 import specdec
 from specdec import drawing
@@ -11,17 +12,6 @@ from specdec.drawing import chi_square_sf, chi_square_test, empirical_distributi
 
 N_DRAWS = 100_000
 ALPHA = 1e-3  # seeds are fixed, so each verdict is deterministic; ALPHA only says how surprising is too surprising
-
-
-class FixedUniform(np.random.Generator):
-    """A Generator whose uniforms are all `u`: drives `sample` to its edge cases on purpose."""
-
-    def __init__(self, u: float):
-        super().__init__(np.random.PCG64(0))
-        self.u = u
-
-    def random(self, size=None, dtype=np.float64, out=None):
-        return self.u if size is None else np.full(size, self.u)
 
 
 def draws_of(probs, rng, n=N_DRAWS):

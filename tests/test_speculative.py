@@ -21,6 +21,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from helpers import FixedUniform
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -580,17 +581,6 @@ def test_residual_distribution_refuses_mismatched_shapes():
 
 
 # --- verification step: the exact rule, one uniform at a time -----------------------------------
-
-
-class FixedUniform(np.random.Generator):
-    """A Generator whose uniforms are all `u`: pins down the acceptance rule at its edges."""
-
-    def __init__(self, u: float):
-        super().__init__(np.random.PCG64(0))
-        self.u = u
-
-    def random(self, size=None, dtype=np.float64, out=None):
-        return self.u if size is None else np.full(size, self.u)
 
 
 VERIFY_Q = np.array([[0.5, 0.5, 0.0], [0.25, 0.25, 0.5]])
