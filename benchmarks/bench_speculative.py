@@ -23,9 +23,10 @@ Each row also prints its own "calls only" bound (`specdec.harness.calls_only`, n
 share of it measured.
 Then, for each setting at its best gamma, where the time goes (`round_breakdown`) and the three
 factors that make up measured / predicted (`gap_factors`). Last, the course's targets at the
-defaults, and beside each the "calls only" bound (`calls_only`): the best row's speed-up had nothing
-but the two models' calls taken time. When even that is below a target, no verification rule, choice
-of gamma or leaner bookkeeping reaches it with this pair on this machine. `--profile` adds a cProfile
+defaults, and beside each the "calls only" bound (`calls_only`): the best row's speed-up per token had
+nothing but the target's calls and the draft's turns taken time. When even that is below a target, no
+verification rule, choice of gamma or leaner bookkeeping of the round reaches it with this pair on this
+machine (only a cheaper draft turn, a cheaper target call or a higher alpha moves it). `--profile` adds a cProfile
 of the speculative runs at T=1.
 
     python benchmarks/bench_speculative.py                     # about 4 minutes on a 2-core machine
