@@ -29,6 +29,18 @@ from pathlib import Path
 
 import numpy as np
 
+
+class FixedUniform(np.random.Generator):
+    """A Generator whose uniforms are all `u`: drives a draw or an acceptance test to its edge on purpose."""
+
+    def __init__(self, u: float):
+        super().__init__(np.random.PCG64(0))
+        self.u = u
+
+    def random(self, size=None, dtype=np.float64, out=None):
+        return self.u if size is None else np.full(size, self.u)
+
+
 NOT_ATTEMPTED = "not attempted yet: replace `raise NotImplementedError` with your code and run the cell again"
 
 

@@ -4,6 +4,7 @@ The modules imported below are generated from the course notebooks (see their he
 `import specdec` needs numpy only.
 """
 
+from specdec.batch import generate_batch, speculative_generate_batch
 from specdec.block import block_verify
 from specdec.drawing import sample
 from specdec.generation import GenerationResult, generate
@@ -26,6 +27,7 @@ __all__ = [
     "SpeculativeResult",
     "block_verify",
     "generate",
+    "generate_batch",
     "load_model",
     "load_tokenizer",
     "log_softmax",
@@ -36,6 +38,7 @@ __all__ = [
     "sampling_probs",
     "softmax",
     "speculative_generate",
+    "speculative_generate_batch",
     "speculative_verify",
     "top_k_filter",
     "top_p_filter",

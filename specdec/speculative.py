@@ -52,14 +52,19 @@ def propose(
 def verify_round(
     target: LanguageModel, state: DecodingState, sequence: list[int], drafts: list[int], q, params, rng, rule="token"
 ) -> tuple[list[int], int]:
-    """The target's turn: score the unread end of `sequence` and all drafts in ONE call, then accept.
+    """The target's turn: score the unread end of `sequence` and all drafts in ONE call, then `accept`."""
+    unread = sequence[state.length :] + drafts  # the pending token and every draft
+    logits = validation.check_scores(target.score(unread, state), target, len(unread), "target")  # (len(unread), V)
+    return accept(logits[-(len(drafts) + 1) :], drafts, q, params, rng, rule)  # the rows after the text and drafts
+
+
+def accept(logits: np.ndarray, drafts: list[int], q, params, rng, rule="token") -> tuple[list[int], int]:
+    """Which drafts the target keeps, from its logits (g + 1, V) after the text and after each draft.
 
     Returns (the accepted drafts, then the target's correction or bonus token; n accepted). Sampled rounds are
     verified by `rule`, "token" (notebook 09) or "block" (notebook 11).
     """
-    g, unread = len(drafts), sequence[state.length :] + drafts  # the pending token and every draft
-    logits = validation.check_scores(target.score(unread, state), target, len(unread), "target")  # (len(unread), V)
-    logits = logits[-(g + 1) :]  # (g + 1, V) the rows after the text and after each draft
+    g = len(drafts)
     if params.greedy:
         best = np.argmax(logits, axis=-1)  # (g + 1,) the target's choices
         n = next((i for i in range(g) if drafts[i] != best[i]), g)

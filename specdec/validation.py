@@ -538,3 +538,96 @@ def check_round(draft_tokens, draft_probs, target_probs) -> tuple[np.ndarray, np
             f"draft token {i} ({tokens[i]}) has probability 0 under draft_probs row {i}: not drawn from it"
         )
     return tokens.astype(np.int64), q, p
+
+
+# --- Many texts at once (notebook 12) ---------------------------------------------------------
+
+
+def one_batch(states, row_type: type) -> bool:
+    """True when `states` are distinct rows (`row_type`, with .batch and .slot) of one batch: one call can score them.
+
+    Anything else (other states, rows of two batches) is scored row by row; the same row twice is refused,
+    since its tokens would be appended twice.
+    """
+    if not states or not all(isinstance(state, row_type) for state in states):
+        return False
+    if any(state.batch is not states[0].batch for state in states):
+        return False
+    slots = [state.slot for state in states]
+    if len(set(slots)) != len(slots):
+        twice = next(slot for slot in slots if slots.count(slot) > 1)
+        raise ValueError(f"states must be distinct rows of the batch: row {twice} appears more than once")
+    return True
+
+
+def check_prompts(prompts, model) -> list[np.ndarray]:
+    """A non-empty list of prompts, each checked by check_prompt (the message names prompts[i])."""
+    if isinstance(prompts, str | np.ndarray) or not isinstance(prompts, list | tuple) or not prompts:
+        raise TypeError(
+            f"prompts must be a non-empty list of prompts (each a list of token ids), got {type(prompts).__name__}"
+        )
+    return [check_prompt(prompt, model, f"prompts[{i}]") for i, prompt in enumerate(prompts)]
+
+
+def check_rngs(rngs, params: "SamplingParams", rows: int) -> list:
+    """One distinct np.random.Generator per row (None for greedy decoding, which draws nothing).
+
+    Two rows sharing a generator would each draw what the other would have drawn alone: no row would be
+    the text it is alone with that generator.
+    """
+    if rngs is None and params.greedy:
+        return [None] * rows
+    if not isinstance(rngs, list | tuple) or len(rngs) != rows:
+        raise TypeError(
+            f"rngs must be a list of {rows} np.random.Generator objects, one per prompt, got {type(rngs).__name__}"
+            + (f" of length {len(rngs)}" if isinstance(rngs, list | tuple) else "")
+        )
+    rngs = [check_sampling_rng(rng, params) for rng in rngs]
+    seen = {}
+    for i, rng in enumerate(rngs):
+        if rng is not None and id(rng) in seen:
+            raise ValueError(f"rngs[{seen[id(rng)]}] and rngs[{i}] are the same generator: give each row its own")
+        seen[id(rng)] = i
+    return rngs
+
+
+def check_generate_batch(model, prompts, max_new_tokens, params, rngs, end_token) -> tuple:
+    """generate_batch's arguments, each checked as generate checks them: (model, prompts int64, ..., end_token)."""
+    model = check_model(model)
+    prompts = check_prompts(prompts, model)
+    max_new_tokens = check_max_new_tokens(max_new_tokens)
+    params = check_params(params)
+    rngs = check_rngs(rngs, params, len(prompts))
+    end_token = check_optional_token(end_token, "end_token", model.vocab_size)
+    check_room(model, max(prompt.size for prompt in prompts), max_new_tokens)
+    return model, prompts, max_new_tokens, params, rngs, end_token
+
+
+def check_speculative_batch(target, draft, prompts, max_new_tokens, params, gamma, rngs, end_token, verify) -> tuple:
+    """speculative_generate_batch's arguments, as check_speculative checks them, with one prompt and rng per row."""
+    draft = check_model(draft, "draft")
+    target, prompts, max_new_tokens, params, rngs, end_token = check_generate_batch(
+        target, prompts, max_new_tokens, params, rngs, end_token
+    )
+    if target.vocab_size != draft.vocab_size:
+        raise ValueError(
+            f"target and draft must share a vocabulary: vocab_size {target.vocab_size} vs {draft.vocab_size}"
+        )
+    check_room(draft, max(prompt.size for prompt in prompts), max_new_tokens)
+    return target, draft, prompts, max_new_tokens, params, check_gamma(gamma), rngs, end_token, check_verify(verify)
+
+
+def check_time_batch(model, batch_sizes, n_values, context, repeats) -> tuple:
+    """time_batch's arguments: distinct batch sizes and n (each >= 1), context >= 1 that fits with the largest n,
+    and repeats >= 1; returned in that order."""
+    batch_sizes = [check_count(b, "each batch size") for b in batch_sizes]
+    n_values = [check_count(n, "each n") for n in n_values]
+    for name, values in (("batch_sizes", batch_sizes), ("n_values", n_values)):
+        if not values or len(set(values)) != len(values):
+            raise ValueError(f"{name} must be distinct integers >= 1, got {values}")
+    context = check_integer(context, "context", minimum=1)
+    if context + max(n_values) > model.max_context:
+        raise ValueError(
+            f"context {context} + n up to {max(n_values)} is more than {model.name}'s max_context {model.max_context}"
+        )
+    return batch_sizes, n_values, context, check_count(repeats, "repeats")

@@ -6,13 +6,13 @@ import sys
 import types
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 NOTEBOOKS = ROOT / "notebooks"
 sys.path.insert(0, str(ROOT / "tools"))
 import course_stats  # noqa: E402
+
+from checkers import FixedUniform  # noqa: E402, F401 (one definition, course-side: the tests' edge draws use it too)
 
 
 def load_solution(name: str):
@@ -65,14 +65,3 @@ def markdown_cells(notebook: str | Path) -> list[str]:
 def notebook_prose(notebook: str | Path) -> str:
     """A notebook's markdown as one line: every run of whitespace, line breaks included, one space."""
     return " ".join(" ".join(markdown_cells(notebook)).split())
-
-
-class FixedUniform(np.random.Generator):
-    """A Generator whose uniforms are all `u`: drives a draw or an acceptance test to its edge on purpose."""
-
-    def __init__(self, u: float):
-        super().__init__(np.random.PCG64(0))
-        self.u = u
-
-    def random(self, size=None, dtype=np.float64, out=None):
-        return self.u if size is None else np.full(size, self.u)

@@ -97,3 +97,17 @@ def test_bench_auto_threshold_runs_with_block_verification():
 def test_bench_auto_threshold_refuses_thresholds_outside_0_1(thresholds):
     done = run("bench_auto_threshold.py", "--thresholds", *thresholds, returncode=2)
     assert "--thresholds must be in [0, 1)" in done.stderr
+
+
+def test_bench_batch_prints_every_batch_size_the_prediction_and_the_crossover():
+    out = run("bench_batch.py", "--batch-sizes", "1", "2", "--repeats", "1", "--max-new-tokens", "24").stdout
+    assert "kernels" in out and "time_batch" in out
+    for setting in ("T=1", "greedy"):
+        assert f"\n{setting}\n" in out
+    assert out.count("rows equal to one at a time: ") == 4 and out.count("crossover") == 2
+    assert "target: batched plain decoding at B = 8" not in out  # only reported when B = 8 was measured
+
+
+def test_bench_batch_refuses_a_run_longer_than_the_context():
+    done = run("bench_batch.py", "--max-new-tokens", "250", returncode=2)
+    assert "must fit the target's context" in done.stderr

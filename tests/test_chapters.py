@@ -41,6 +41,7 @@ BUILDS = {
     "09": ["residual_distribution", "speculative_verify", "Rule", "round_law", "text_law", "target_law"],
     "10": ["acceptance_by_position", "side_by_side", "predict"],
     "11": ["block_weights", "block_verify", "BlockRule"],
+    "12": ["score_batch", "generate_batch", "speculative_generate_batch"],
 }
 
 

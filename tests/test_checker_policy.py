@@ -24,7 +24,7 @@ import pytest
 from helpers import diagnosis, load_solution
 
 import checkers
-from checkers import ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11
+from checkers import ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,13 +82,15 @@ POLICIES = [
     ),
     Policy(ex10.check_best_gamma_by_position, ("ex10_best_gamma_by_position", "best_gamma_by_position"), (0,)),
     Policy(ex11.check_block_weights, ("ex11_block_weights", "my_block_weights"), (0, 1, 2), "pair"),
+    Policy(ex12.check_attention_mask, ("ex12_attention_mask", "my_attention_mask"), (0, 1), "array"),
+    Policy(ex12.check_draw_rows, ("ex12_draw_rows", "my_draw_rows"), (0,), "array"),
 ]
 IDS = [policy.checker.__name__ for policy in POLICIES]
 
 
 def every_checker() -> list:
     """Every check_* function of every exercise module: the registry above must list them all."""
-    modules = [ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11]
+    modules = [ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12]
     return [
         function
         for module in modules

@@ -35,6 +35,7 @@ EXPLORERS = {
     "09": ["BoundedIntText('seed')", "IntSlider('round')"],
     "10": ["explore("],
     "11": ["explore_two_tokens("],
+    "12": [],
 }
 SHOWN_ERRORS = 3
 

@@ -55,8 +55,8 @@ def test_the_public_api_of_the_sampling_half():
     assert all(callable(getattr(specdec, name)) for name in expected)
 
 
-def test_there_are_notebooks_00_to_11_and_two_appendices():
-    assert [path.name[:2] for path in NOTEBOOKS] == [f"{n:02d}" for n in range(12)]
+def test_there_are_notebooks_00_to_12_and_two_appendices():
+    assert [path.name[:2] for path in NOTEBOOKS] == [f"{n:02d}" for n in range(13)]
     assert [path.name[:2] for path in APPENDICES] == ["A_", "B_"]
 
 
