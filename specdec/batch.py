@@ -386,3 +386,53 @@ def batch_speedup(plain: BatchResult, speculative: BatchResult, times: dict) -> 
     """Speculative over plain tokens per second, as the cost model prices the two runs (predicted_seconds)."""
     plain_rate = plain.tokens / predicted_seconds(plain, times)
     return speculative.tokens / predicted_seconds(speculative, times) / plain_rate
+
+
+def invariant_score_batch(model: GPT, tokens: list, rows: list[RowCache]) -> list[np.ndarray]:
+    """score_batch for a GPT, with each row's logits bit for bit independent of the other rows of the call.
+
+    Every number a row gets is computed by an operation whose shape depends on that row alone: each
+    token's product with each weight matrix is its own matrix-vector product (one gemv per token, as in
+    notebook 06's `linear` for a few rows), and each query attends over all max_context positions of its
+    own text (the positions past its own end masked), one product per query and head. So a text gets the
+    same logits alone, in a batch of 16, or with any other texts; gpt_score_batch pads to the batch's
+    longest text and multiplies all rows at once, which changes the rounding with the batch-mates.
+    """
+    tokens = [
+        validation.check_score(row, state, KVCache, model, "rows") for row, state in zip(tokens, rows, strict=True)
+    ]
+    h, dh, kv, end = model.n_head, model.head_dim, rows[0].batch.kv, model.max_context
+    slot = np.array([state.slot for state in rows])  # (R,)
+    n = np.array([row.size for row in tokens])  # (R,)
+    past = np.array([state.length for state in rows])  # (R,)
+    n_max = int(n.max())
+    row_of = np.repeat(np.arange(len(rows)), n)  # (N,) the row of each new token
+    index = np.concatenate([np.arange(k) for k in n])  # (N,) its place among its row's new tokens
+    position = past[row_of] + index  # (N,)
+    sees = np.arange(end) <= (past[:, None] + np.arange(n_max))[:, :, None]  # (R, n_max, end) causal, per text
+    mask = np.where(sees, 0, -np.inf).astype(np.float32)[:, :, None, None]  # (R, n_max, 1, 1, end)
+    x = model.w["wte"][np.concatenate(tokens)] + model.w["wpe"][position]  # (N, d)
+    for layer, (g1, b1, w_qkv, b_qkv, w_o, b_o, g2, b2, w_in, b_in, w_out, b_out) in enumerate(model.layers):
+        qkv = (layer_norm(x, g1, b1)[:, None, :] @ w_qkv)[:, 0] + b_qkv  # (N, 3d) one gemv per token
+        qkv = qkv.reshape(-1, 3, h, dh)  # (N, 3, h, dh)
+        kv[layer, slot[row_of], :, :, position] = qkv[:, 1:]  # each token's key and value, in its text's slot
+        keys, values = kv[layer, slot, 0], kv[layer, slot, 1]  # (R, h, end, dh) each: the rows' own texts
+        q = np.zeros((len(rows), n_max, h, 1, dh), np.float32)  # (R, n_max, h, 1, dh) one query per product
+        q[row_of, index] = qkv[:, 0, :, None]
+        scores = q @ keys.transpose(0, 1, 3, 2)[:, None]  # (R, n_max, h, 1, end) one gemv per query and head
+        scores *= 1 / math.sqrt(dh)
+        scores += mask
+        scores -= scores.max(axis=-1, keepdims=True)
+        attention = np.exp(scores, out=scores)  # (R, n_max, h, 1, end)
+        attention /= attention.sum(axis=-1, keepdims=True)  # sums over max_context positions: the same length
+        mixed = (attention @ values[:, None])[row_of, index].reshape(-1, h * dh)  # (N, d)
+        x = x + ((mixed[:, None, :] @ w_o)[:, 0] + b_o)  # (N, d)
+        hidden = gelu((layer_norm(x, g2, b2)[:, None, :] @ w_in)[:, 0] + b_in)  # (N, 4d)
+        x = x + ((hidden[:, None, :] @ w_out)[:, 0] + b_out)  # (N, d)
+    logits = (layer_norm(x, model.w["ln_f.gain"], model.w["ln_f.bias"])[:, None, :] @ model.w["wte"].T)[:, 0]
+    out, start = [], 0
+    for state, row in zip(rows, tokens, strict=True):
+        state.length += row.size
+        out.append(logits[start : start + row.size])  # (n_i, V) this row's logits
+        start += row.size
+    return out

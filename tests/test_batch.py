@@ -34,6 +34,7 @@ from specdec.batch import (
     call_cost,
     draw_rows,
     generate_batch,
+    invariant_score_batch,
     pack_rows,
     predicted_seconds,
     priced_call,
@@ -163,6 +164,35 @@ def test_rows_of_two_batches_are_scored_row_by_row(target):
     a, b = start_rows(target, 2), start_rows(target, 2)
     out = score_batch(target, [[1, 2], [3]], [a[0], b[1]])  # two batches: no shared array, one by one
     assert [x.shape[0] for x in out] == [2, 1] and a[0].length == 2 and b[1].length == 1
+
+
+def crowded_and_alone(target, call, row: int):
+    """Row `row`'s logits for a ragged block, in a batch of eight texts of different lengths and alone."""
+    rng = np.random.default_rng(12)
+    texts = [rng.integers(0, target.vocab_size, n).tolist() for n in (60, 41, 33, 25, 17, 12, 9, 5)]
+    blocks = [rng.integers(0, target.vocab_size, 1 + i % 5).tolist() for i in range(8)]
+    crowd, alone = start_rows(target, 8), start_rows(target, 1)
+    call(target, texts, crowd)
+    call(target, texts[row : row + 1], alone)
+    return call(target, blocks, crowd)[row], call(target, blocks[row : row + 1], alone)[0]
+
+
+@pytest.mark.parametrize("row", [0, 3, 7])
+def test_the_invariant_call_gives_a_row_the_same_logits_whatever_its_batch_mates(target, row):
+    crowded, alone = crowded_and_alone(target, invariant_score_batch, row)
+    assert np.array_equal(crowded, alone)
+    cache = target.start()  # and the model's own logits, to float32 rounding
+    rng = np.random.default_rng(12)
+    text = [rng.integers(0, target.vocab_size, n).tolist() for n in (60, 41, 33, 25, 17, 12, 9, 5)][row]
+    assert (
+        np.abs(invariant_score_batch(target, [text], start_rows(target, 1))[0] - target.score(text, cache)).max()
+        < FLOAT32
+    )
+
+
+def test_the_padded_call_is_not_invariant_the_control(target):
+    differs = [not np.array_equal(*crowded_and_alone(target, score_batch, row)) for row in range(8)]
+    assert any(differs)  # the test above can fail: the padded call's rounding moves with the batch
 
 
 # --- 2. texts, row by row --------------------------------------------------------------------------
