@@ -137,6 +137,11 @@ def gpt_score_batch(model: GPT, tokens: list, rows: list[RowCache]) -> list[np.n
         x = x + linear(mixed, w_o, b_o)  # (N, d)
         x = x + linear(gelu(linear(layer_norm(x, g2, b2), w_in, b_in)), w_out, b_out)  # (N, d)
     logits = layer_norm(x, model.w["ln_f.gain"], model.w["ln_f.bias"]) @ model.w["wte"].T  # (N, V)
+    return cut_rows(logits, tokens, rows)
+
+
+def cut_rows(logits: np.ndarray, tokens: list, rows: list) -> list[np.ndarray]:
+    """The stacked logits (N, V) cut into each row's (n_i, V), and each row's length moved past its new tokens."""
     out, start = [], 0
     for state, row in zip(rows, tokens, strict=True):
         state.length += row.size
@@ -388,6 +393,11 @@ def batch_speedup(plain: BatchResult, speculative: BatchResult, times: dict) -> 
     return speculative.tokens / predicted_seconds(speculative, times) / plain_rate
 
 
+def gemv_rows(x: np.ndarray, w: np.ndarray, b) -> np.ndarray:
+    """x @ w + b as one matrix-vector product per row of x (N, d_in): each row's numbers, whatever N is."""
+    return (x[:, None, :] @ w)[:, 0] + b  # (N, d_out)
+
+
 def invariant_score_batch(model: GPT, tokens: list, rows: list[RowCache]) -> list[np.ndarray]:
     """score_batch for a GPT, with each row's logits bit for bit independent of the other rows of the call.
 
@@ -413,8 +423,7 @@ def invariant_score_batch(model: GPT, tokens: list, rows: list[RowCache]) -> lis
     mask = np.where(sees, 0, -np.inf).astype(np.float32)[:, :, None, None]  # (R, n_max, 1, 1, end)
     x = model.w["wte"][np.concatenate(tokens)] + model.w["wpe"][position]  # (N, d)
     for layer, (g1, b1, w_qkv, b_qkv, w_o, b_o, g2, b2, w_in, b_in, w_out, b_out) in enumerate(model.layers):
-        qkv = (layer_norm(x, g1, b1)[:, None, :] @ w_qkv)[:, 0] + b_qkv  # (N, 3d) one gemv per token
-        qkv = qkv.reshape(-1, 3, h, dh)  # (N, 3, h, dh)
+        qkv = gemv_rows(layer_norm(x, g1, b1), w_qkv, b_qkv).reshape(-1, 3, h, dh)  # (N, 3, h, dh)
         kv[layer, slot[row_of], :, :, position] = qkv[:, 1:]  # each token's key and value, in its text's slot
         keys, values = kv[layer, slot, 0], kv[layer, slot, 1]  # (R, h, end, dh) each: the rows' own texts
         q = np.zeros((len(rows), n_max, h, 1, dh), np.float32)  # (R, n_max, h, 1, dh) one query per product
@@ -426,13 +435,7 @@ def invariant_score_batch(model: GPT, tokens: list, rows: list[RowCache]) -> lis
         attention = np.exp(scores, out=scores)  # (R, n_max, h, 1, end)
         attention /= attention.sum(axis=-1, keepdims=True)  # sums over max_context positions: the same length
         mixed = (attention @ values[:, None])[row_of, index].reshape(-1, h * dh)  # (N, d)
-        x = x + ((mixed[:, None, :] @ w_o)[:, 0] + b_o)  # (N, d)
-        hidden = gelu((layer_norm(x, g2, b2)[:, None, :] @ w_in)[:, 0] + b_in)  # (N, 4d)
-        x = x + ((hidden[:, None, :] @ w_out)[:, 0] + b_out)  # (N, d)
-    logits = (layer_norm(x, model.w["ln_f.gain"], model.w["ln_f.bias"])[:, None, :] @ model.w["wte"].T)[:, 0]
-    out, start = [], 0
-    for state, row in zip(rows, tokens, strict=True):
-        state.length += row.size
-        out.append(logits[start : start + row.size])  # (n_i, V) this row's logits
-        start += row.size
-    return out
+        x = x + gemv_rows(mixed, w_o, b_o)  # (N, d)
+        x = x + gemv_rows(gelu(gemv_rows(layer_norm(x, g2, b2), w_in, b_in)), w_out, b_out)  # (N, d)
+    logits = gemv_rows(layer_norm(x, model.w["ln_f.gain"], model.w["ln_f.bias"]), model.w["wte"].T, 0.0)  # (N, V)
+    return cut_rows(logits, tokens, rows)
