@@ -61,7 +61,7 @@ def pack_rows(states: list) -> None:
     slots. Each move copies one text's keys once (the finished rows' slots are given up); a row moves only
     down, to a slot no row still in use holds. States that are not rows of one batch need nothing.
     """
-    if len(states) > 1 and validation.one_batch(states, RowCache):
+    if validation.one_batch(states, RowCache):  # a single row too: its slot may be the one a newcomer takes
         for slot, row in enumerate(sorted(states, key=lambda state: state.slot)):
             if row.slot != slot:
                 row.batch.move(row, slot)
@@ -151,27 +151,29 @@ def cut_rows(logits: np.ndarray, tokens: list, rows: list) -> list[np.ndarray]:
 
 
 def time_batch(
-    model: LanguageModel, batch_sizes, n_values, context: int = 64, repeats: int = 15, rng=None
+    model: LanguageModel, batch_sizes, n_values, context: int = 64, repeats: int = 15, rng=None, call=None
 ) -> dict[tuple[int, int], float]:
     """{(B, n): median seconds of one score_batch call that scores n new tokens in each of B texts}.
 
     As a run makes its calls: one batch size at a time, B texts of `context` random tokens, then for each
     n (in a shuffled order) calls of that shape in a row: two to warm up, then `repeats` timed, each
-    rolled back to `context` after it.
+    rolled back to `context` after it. `call`: another batched call with score_batch's arguments to time
+    instead (appendix B's service times the one it serves with).
     """
     batch_sizes, n_values, context, repeats = validation.check_time_batch(
         model, batch_sizes, n_values, context, repeats
     )
     rng = np.random.default_rng(0) if rng is None else rng
+    call = score_batch if call is None else call
     times = {}
     for b in batch_sizes:
         states = start_rows(model, b)
-        score_batch(model, rng.integers(0, model.vocab_size, (b, context)).tolist(), states)  # (b, context)
+        call(model, rng.integers(0, model.vocab_size, (b, context)).tolist(), states)  # (b, context)
         for n in rng.permutation(n_values).tolist():
             seconds = []
             for tokens in rng.integers(0, model.vocab_size, (repeats + 2, b, n)).tolist():  # (b, n) per call
                 start = time.perf_counter()
-                score_batch(model, tokens, states)
+                call(model, tokens, states)
                 seconds.append(time.perf_counter() - start)
                 for state in states:
                     state.rollback(context)
@@ -398,44 +400,60 @@ def gemv_rows(x: np.ndarray, w: np.ndarray, b) -> np.ndarray:
     return (x[:, None, :] @ w)[:, 0] + b  # (N, d_out)
 
 
+KEY_BLOCK = 64  # a query attends over its position rounded up to a multiple of this: a shape set by the query alone
+
+
 def invariant_score_batch(model: GPT, tokens: list, rows: list[RowCache]) -> list[np.ndarray]:
     """score_batch for a GPT, with each row's logits bit for bit independent of the other rows of the call.
 
     Every number a row gets is computed by an operation whose shape depends on that row alone: each
     token's product with each weight matrix is its own matrix-vector product (one gemv per token, as in
-    notebook 06's `linear` for a few rows), and each query attends over all max_context positions of its
-    own text (the positions past its own end masked), one product per query and head. So a text gets the
-    same logits alone, in a batch of 16, or with any other texts; gpt_score_batch pads to the batch's
-    longest text and multiplies all rows at once, which changes the rounding with the batch-mates.
+    notebook 06's `linear` for a few rows), and each query attends over its own position rounded up to a
+    multiple of KEY_BLOCK positions (those past it masked), one product per query and head. So a text gets
+    the same logits alone, in a batch of 16, or with any other texts, and a position gets the same logits
+    whether its row sent one token or a block; gpt_score_batch pads to the batch's longest text and
+    multiplies all rows at once, which changes the rounding with the batch-mates.
     """
     tokens = [
         validation.check_score(row, state, KVCache, model, "rows") for row, state in zip(tokens, rows, strict=True)
     ]
-    h, dh, kv, end = model.n_head, model.head_dim, rows[0].batch.kv, model.max_context
-    slot = np.array([state.slot for state in rows])  # (R,)
+    h, dh, kv = model.n_head, model.head_dim, rows[0].batch.kv
+    first = min(state.slot for state in rows)
+    width = max(state.slot for state in rows) - first + 1  # W: the span of slots the rows occupy
+    slot = np.array([state.slot - first for state in rows])  # (R,) each row's place in the span
     n = np.array([row.size for row in tokens])  # (R,)
-    past = np.array([state.length for state in rows])  # (R,)
+    past = np.zeros(width, np.int64)  # (W,) tokens cached; 0 for a slot outside the call
+    past[slot] = [state.length for state in rows]
     n_max = int(n.max())
-    row_of = np.repeat(np.arange(len(rows)), n)  # (N,) the row of each new token
+    row_of = np.repeat(slot, n)  # (N,) the slot of each new token
     index = np.concatenate([np.arange(k) for k in n])  # (N,) its place among its row's new tokens
     position = past[row_of] + index  # (N,)
-    sees = np.arange(end) <= (past[:, None] + np.arange(n_max))[:, :, None]  # (R, n_max, end) causal, per text
-    mask = np.where(sees, 0, -np.inf).astype(np.float32)[:, :, None, None]  # (R, n_max, 1, 1, end)
+    keys = np.minimum(-(-(position + 1) // KEY_BLOCK) * KEY_BLOCK, model.max_context)  # (N,) each query's own
+    groups = []  # the queries that attend over the same number of keys, and what their attention needs
+    for end in np.unique(keys).tolist():
+        mine = np.flatnonzero(keys == end)  # (N_g,) these queries
+        low, high = int(row_of[mine].min()), int(row_of[mine].max()) + 1  # their slots: low .. high - 1
+        sees = np.arange(end) <= (past[low:high, None] + np.arange(n_max))[:, :, None]  # (S, n_max, end) causal
+        mask = np.where(sees, 0, -np.inf).astype(np.float32)[:, :, None, None]  # (S, n_max, 1, 1, end)
+        groups.append((end, low, high, mine, row_of[mine] - low, index[mine], mask))
     x = model.w["wte"][np.concatenate(tokens)] + model.w["wpe"][position]  # (N, d)
     for layer, (g1, b1, w_qkv, b_qkv, w_o, b_o, g2, b2, w_in, b_in, w_out, b_out) in enumerate(model.layers):
         qkv = gemv_rows(layer_norm(x, g1, b1), w_qkv, b_qkv).reshape(-1, 3, h, dh)  # (N, 3, h, dh)
-        kv[layer, slot[row_of], :, :, position] = qkv[:, 1:]  # each token's key and value, in its text's slot
-        keys, values = kv[layer, slot, 0], kv[layer, slot, 1]  # (R, h, end, dh) each: the rows' own texts
-        q = np.zeros((len(rows), n_max, h, 1, dh), np.float32)  # (R, n_max, h, 1, dh) one query per product
-        q[row_of, index] = qkv[:, 0, :, None]
-        scores = q @ keys.transpose(0, 1, 3, 2)[:, None]  # (R, n_max, h, 1, end) one gemv per query and head
-        scores *= 1 / math.sqrt(dh)
-        scores += mask
-        scores -= scores.max(axis=-1, keepdims=True)
-        attention = np.exp(scores, out=scores)  # (R, n_max, h, 1, end)
-        attention /= attention.sum(axis=-1, keepdims=True)  # sums over max_context positions: the same length
-        mixed = (attention @ values[:, None])[row_of, index].reshape(-1, h * dh)  # (N, d)
-        x = x + gemv_rows(mixed, w_o, b_o)  # (N, d)
+        cache = kv[layer, first : first + width]  # (W, 2, h, T, dh) a view: no copy of anyone's text
+        cache.transpose(0, 3, 1, 2, 4)[row_of, position] = qkv[:, 1:]  # each token's key and value, in its slot
+        mixed = np.empty((len(row_of), h, 1, dh), np.float32)  # (N, h, 1, dh)
+        for end, low, high, mine, at, place, mask in groups:
+            q = np.zeros((high - low, n_max, h, 1, dh), np.float32)  # (S, n_max, h, 1, dh) one query per product
+            q[at, place] = qkv[mine, 0, :, None]
+            texts = cache[low:high, None, :, :, :end]  # (S, 1, 2, h, end, dh) a view
+            scores = q @ texts[:, :, 0].transpose(0, 1, 2, 4, 3)  # (S, n_max, h, 1, end) a gemv per query, head
+            scores *= 1 / math.sqrt(dh)
+            scores += mask
+            scores -= scores.max(axis=-1, keepdims=True)
+            attention = np.exp(scores, out=scores)  # (S, n_max, h, 1, end)
+            attention /= attention.sum(axis=-1, keepdims=True)  # over `end` positions: set by the row alone
+            mixed[mine] = (attention @ texts[:, :, 1])[at, place]  # (N_g, h, 1, dh)
+        x = x + gemv_rows(mixed.reshape(-1, h * dh), w_o, b_o)  # (N, d)
         x = x + gemv_rows(gelu(gemv_rows(layer_norm(x, g2, b2), w_in, b_in)), w_out, b_out)  # (N, d)
     logits = gemv_rows(layer_norm(x, model.w["ln_f.gain"], model.w["ln_f.bias"]), model.w["wte"].T, 0.0)  # (N, V)
     return cut_rows(logits, tokens, rows)

@@ -128,6 +128,16 @@ def test_pack_rows_moves_rows_down_and_keeps_their_keys(target):
     assert [row.slot for row in going] == [0, 1]
 
 
+def test_pack_rows_moves_a_single_row_down_too(target):
+    """The row left alone in slot 2 moves to slot 0, keys and all: slot 1 is the next newcomer's."""
+    rows, alone = start_rows(target, 3), target.start()
+    score_batch(target, [[1, 2], [3], [4, 5, 6]], rows)
+    target.score([4, 5, 6], alone)
+    pack_rows([rows[2]])
+    assert rows[2].slot == 0
+    assert np.array_equal(score_batch(target, [[7]], [rows[2]])[0], target.score([7], alone))
+
+
 def test_one_row_and_other_models_are_scored_row_by_row_bit_for_bit(target, draft):
     row = start_rows(target, 3)[1]
     cache = target.start()
@@ -188,6 +198,19 @@ def test_the_invariant_call_gives_a_row_the_same_logits_whatever_its_batch_mates
         np.abs(invariant_score_batch(target, [text], start_rows(target, 1))[0] - target.score(text, cache)).max()
         < FLOAT32
     )
+
+
+def test_the_invariant_call_gives_a_position_the_same_logits_in_a_block_or_one_at_a_time(target):
+    """A block across position 64 (a KEY_BLOCK boundary) against the same tokens sent one by one."""
+    rng = np.random.default_rng(5)
+    text, block = rng.integers(0, target.vocab_size, 60).tolist(), rng.integers(0, target.vocab_size, 7).tolist()
+    for call, invariant in ((invariant_score_batch, True), (score_batch, False)):  # the model's own call: control
+        blockwise, stepwise = start_rows(target, 1), start_rows(target, 1)
+        call(target, [text], blockwise)
+        call(target, [text], stepwise)
+        together = call(target, [block], blockwise)[0]  # (7, V)
+        one_by_one = np.concatenate([call(target, [[token]], stepwise)[0] for token in block])  # (7, V)
+        assert np.array_equal(together, one_by_one) == invariant
 
 
 def test_the_padded_call_is_not_invariant_the_control(target):
@@ -360,6 +383,18 @@ def test_draw_rows_uses_one_uniform_of_each_rows_generator():
 def test_time_batch_times_every_shape(target):
     times = time_batch(target, [1, 3], [1, 2], context=16, repeats=2)
     assert set(times) == {(1, 1), (1, 2), (3, 1), (3, 2)} and all(t > 0 for t in times.values())
+
+
+def test_time_batch_times_the_call_it_is_given(target):
+    shapes = []
+
+    def counting(model, tokens, states):
+        shapes.append((len(tokens), len(tokens[0])))
+        return invariant_score_batch(model, tokens, states)
+
+    times = time_batch(target, [2], [1, 3], context=16, repeats=2, call=counting)
+    assert set(times) == {(2, 1), (2, 3)}
+    assert sorted(set(shapes)) == [(2, 1), (2, 3), (2, 16)] and len(shapes) == 1 + 2 * (2 + 2)  # + the texts
 
 
 def test_the_cost_model_prices_calls_on_the_grid():

@@ -11,6 +11,9 @@ Optional: the submodules import their own extra dependencies (requirements-extra
 * `metrics`  Prometheus counters and histograms (prometheus_client)
 * `service`  the request schema (pydantic), validation and generation with a deadline and
              cancellation, independent of HTTP
+* `batcher`  the requests in flight decoded in one batch: one target call per round for all of them
+             (notebook 12's batch-invariant call: every text bit for bit the text alone), rows joining
+             and leaving between rounds, retries that roll every row back
 * `app`      the HTTP service (Starlette on uvicorn): POST /v1/completions (OpenAI's API, with
              streaming), GET /v1/models, GET /metrics, GET /health, and the limits a real server
              needs that only the app can set; `python -m specdec.serving` starts it on 127.0.0.1

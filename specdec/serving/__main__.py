@@ -57,21 +57,36 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--max-generations",
         type=bounded(int, 1, 256, "a whole number in [1, 256]"),
-        default=4,
-        help="generations at once; beyond it requests get 503 with Retry-After (default 4)",
+        default=16,
+        help="generations at once; beyond it requests get 503 with Retry-After (default 16)",
+    )
+    parser.add_argument(
+        "--batch-rows",
+        type=bounded(int, 0, 256, "a whole number in [0, 256]"),
+        default=16,
+        help="requests decoded together, one target call per round for all of them; more wait for a row"
+        " (0: each request alone in its own thread, as before batching; default 16)",
+    )
+    parser.add_argument(
+        "--batch-call",
+        choices=("invariant", "padded"),
+        default="invariant",
+        help="the batched call: invariant (a text never depends on its batch-mates; default) or padded"
+        " (notebook 12's faster call: texts equal to alone up to float32 rounding)",
     )
     parser.add_argument(
         "--fail-rate",
         type=bounded(float, 0.0, 0.99, "a fraction in [0, 0.99]"),
         default=0.0,
-        help="inject transient target failures on this fraction of calls (default 0)",
+        help="inject transient target failures on this fraction of calls; the target is then served one request"
+        " at a time, without the batcher (default 0)",
     )
     parser.add_argument(
         "--slow-ms",
         type=bounded(float, 0.0, 1000.0, "a number of milliseconds in [0, 1000]"),
         default=0.0,
         help="make every target call this much slower: a stand-in for a bigger model, to watch streaming,"
-        " the limits and the deadline at human speed (default 0)",
+        " the limits and the deadline at human speed; a slowed target is served one request at a time (default 0)",
     )
     parser.add_argument(
         "--attempts",
@@ -101,7 +116,13 @@ def main(argv=None) -> None:
         target = SlowModel(target, args.slow_ms / 1000)
     if args.fail_rate:
         target = FlakyModel(target, args.fail_rate, np.random.default_rng(), mid_forward=0.5)
-    service = GenerationService(target=target, policy=RetryPolicy(attempts=args.attempts), timeout=args.timeout)
+    service = GenerationService(
+        target=target,
+        policy=RetryPolicy(attempts=args.attempts),
+        timeout=args.timeout,
+        batch_rows=args.batch_rows or None,
+        batch_call=args.batch_call,
+    )
     limits = Limits(max_generations=args.max_generations)
     sock = bind("127.0.0.1", 0) if args.proxy else bind(args.host, args.port)
     host, port = sock.getsockname()[:2]

@@ -25,8 +25,8 @@ oversized headers), accepts absolute-form targets (`GET http://host/health`, RFC
 and ends the connection after any answer given before the request's body was read, so that a body
 nobody reads can neither keep its connection nor be taken for a next request.
 
-The generations run in a pool of `Limits.max_generations` threads; numpy work shares the GIL, so
-threads give concurrency, not parallelism (section 5 of appendix B).
+Each generation waits in a pool of `Limits.max_generations` threads while the service's batcher
+(`specdec.serving.batcher`) decodes every request in flight together, one target call per round.
 """
 
 import asyncio
@@ -94,7 +94,7 @@ class Limits:
     body_timeout: float = 10.0
     max_body: int = 64 * 1024
     max_headers: int = 16 * 1024
-    max_generations: int = 4
+    max_generations: int = 16  # the batcher's rows: every generation at once shares the target's calls
     max_connections: int = 256
 
     def __post_init__(self):
@@ -476,7 +476,9 @@ def bind(host: str, port: int) -> socket.socket:
     is printed waits in the backlog instead of being refused.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY only on connections whose socket says
+    # TCP, and without it an answer's body waits for the client's delayed ACK of its headers (40 ms on Linux).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(2048)  # uvicorn's default backlog

@@ -1,25 +1,28 @@
 """The appendix's measurements, as functions (the notebook calls them) and as a command:
 
-    python -m specdec.serving.bench [--quick]
+    python -m specdec.serving.bench [--quick] [--only batching]
 
 prints, with the CPU and BLAS they were measured on: the cost of the instrumentation (metrics,
 round clock, retry wrapper) per generation, throughput of many requests on 1 and 2 dask workers
 against the sequential run, the remote-target cost model, and a bounded load test against a
-server on 127.0.0.1 with the same figures read back from /metrics. Medians of interleaved runs:
+server on 127.0.0.1 with the same figures read back from /metrics, and tokens per second under 16
+concurrent clients with and without the batcher. Medians of interleaved runs:
 the machine may be shared, and other programs only ever make a run slower.
 """
 
 import argparse
 import json
+import multiprocessing
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import specdec
 from specdec.serving import cluster, loadtest
-from specdec.serving.app import BackgroundServer
+from specdec.serving.app import BackgroundServer, Limits
 from specdec.serving.service import MODEL, GenerationService
 from specdec.threads import cpu_name
 from specdec.timing import cost_ratios, expected_tokens, time_calls, time_scoring
@@ -366,6 +369,60 @@ def run_load_test(n_requests: int = 40, concurrency: int = 4, max_tokens: int = 
     return result, loadtest.difference(after, before)
 
 
+def batching_throughput(
+    clients: int = 16, n_requests: int = 64, max_tokens: int = 64, rounds: int = 2, prompts=None
+) -> dict:
+    """Tokens per second under `clients` concurrent clients: one generation per request against the batcher.
+
+    "one at a time": GenerationService(batch_rows=None), each request generated alone in its own thread
+    (the service before batching); "batched": the batcher, one target call per round for every request in
+    flight (invariant call); "batched, padded": notebook 12's faster padded call. The same requests, the
+    same limits (max_generations = clients), each set-up on a fresh server, interleaved `rounds` times;
+    medians. The clients run in a process of their own, as real clients do: in the server's process their
+    threads would take the GIL from the server. "identical": of the requests answered under load, how many
+    got the text they get when sent one at a time to the batched server (its rows then never have company).
+    """
+    prompts = (
+        ["def __init__(self", "import numpy as np\n", "for i in range(", "class Model:\n    "]
+        if prompts is None
+        else prompts
+    )
+    bodies = [completion(prompts[i % len(prompts)], max_tokens, seed=i) for i in range(n_requests)]
+    setups = {
+        "one at a time": {"batch_rows": None},
+        "batched": {},
+        "batched, padded": {"batch_call": "padded"},
+    }
+    rates: dict = {name: [] for name in setups}
+    texts: dict = {}
+    clients_process = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    for _ in range(rounds):
+        for name, settings in setups.items():
+            service = GenerationService(**settings)
+            with BackgroundServer(service, limits=Limits(max_generations=clients)) as server:
+                loadtest.post_json(server.url, "/v1/completions", completion("x", 8, seed=0))  # warm-up
+                if name == "batched" and not texts:
+                    texts = loadtest.load_test(server.url, bodies, concurrency=1, duration=300.0).texts
+                result = clients_process.submit(loadtest.load_test, server.url, bodies, clients, 300.0).result()
+            service.close()
+            rates[name].append(result.tokens / result.wall)
+            if name != "one at a time":
+                same = sum(result.texts.get(i) == text for i, text in texts.items())
+                rates.setdefault(f"{name} identical", []).append(same)
+    clients_process.shutdown()
+    medians = {name: float(np.median(values)) for name, values in rates.items() if "identical" not in name}
+    identical = {name.removesuffix(" identical"): min(v) for name, v in rates.items() if "identical" in name}
+    return {"clients": clients, "requests": n_requests, "tokens_per_second": medians, "identical": identical}
+
+
+def print_batching(b: dict) -> None:
+    base = b["tokens_per_second"]["one at a time"]
+    for name, rate in b["tokens_per_second"].items():
+        same = b["identical"].get(name)
+        same = "" if same is None else f"  texts as sent alone: {same} of {b['requests']}"
+        print(f"{name:16s} {rate:7.0f} tokens/s  {rate / base:4.2f}x{same}")
+
+
 def print_load_test(result, delta: dict) -> None:
     print(
         f"sent {result.sent}, answered 200: {result.statuses.get(200, 0)}, failed {result.failed},"
@@ -393,12 +450,19 @@ def print_load_test(result, delta: dict) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m specdec.serving.bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    parser.add_argument(
+        "--only", choices=("batching",), help="run one section: batching (16 clients, with and without the batcher)"
+    )
     args = parser.parse_args(argv)
-    threadpool_limits(1, user_api="blas")
+    limits = threadpool_limits(1, user_api="blas")  # kept: the limit holds while the object lives
     print(machine())
     q = args.quick
-    print("\n== instrumentation overhead (per generation of 64 tokens, no HTTP)")
-    service = GenerationService()
+    if args.only == "batching":
+        print_batching(batching_throughput(16, n_requests=32 if q else 96, rounds=1 if q else 3))
+        limits.restore_original_limits()
+        return
+    print("\n== instrumentation overhead (per generation of 64 tokens, no HTTP, one request at a time)")
+    service = GenerationService(batch_rows=None)
     body = completion("def __init__(self", 64, seed=3)
     o = instrumentation_overhead(service, body, repeats=5 if q else 31)
     print(f"end to end, wall: {format_overhead(o, 'wall')}")
@@ -427,8 +491,11 @@ def main(argv=None) -> None:
         print_remote_table(costs)
         print("\n== when a remote target pays: the same target made slower by a fixed wait per call (a bigger model)")
         print_when_remote_pays(when_remote_pays(client, seeds=1 if q else 3))
+    print("\n== 16 clients at once: one generation per request against the batcher")
+    print_batching(batching_throughput(16, n_requests=32 if q else 96, rounds=1 if q else 3))
     print("\n== load test against 127.0.0.1")
     print_load_test(*run_load_test(n_requests=12 if q else 60, concurrency=4))
+    limits.restore_original_limits()
 
 
 if __name__ == "__main__":

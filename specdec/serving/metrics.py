@@ -12,9 +12,11 @@ not be aggregated over several servers; a histogram's buckets can.
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-# Bucket edges in seconds: a round takes about a millisecond here, a request up to a second or so.
+# Bucket edges in seconds: a round of one request takes about a millisecond here, a round of 16 several,
+# a request up to a second or so.
 ROUND_BUCKETS = (0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012, 0.02, 0.05, 0.1, 0.5)
 REQUEST_BUCKETS = (0.01, 0.02, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0)
+BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256)  # requests per target call
 
 
 # Every request is counted once, by the status it got and why (code "499": the client closed the
@@ -56,16 +58,25 @@ class ServiceMetrics:
         self.tested = Counter(
             "specdec_tested_tokens", "Draft tokens tested (the accepted, and each round's first rejected)", registry=r
         )
-        self.rounds = Counter("specdec_target_calls", "Target calls (speculative rounds)", registry=r)
+        self.rounds = Counter(
+            "specdec_target_calls", "Rounds: a request's share of a target call (calls: specdec_batch_rows)", registry=r
+        )
         self.failures = Counter("specdec_target_failures", "Target calls that raised a transient error", registry=r)
         self.retries = Counter("specdec_target_retries", "Target calls retried after a transient error", registry=r)
         self.gave_up = Counter("specdec_target_gave_up", "Generations abandoned after the retries ran out", registry=r)
         self.in_progress = Gauge("specdec_requests_in_progress", "Generations running now", registry=r)
+        self.batch_rows = Histogram(
+            "specdec_batch_rows", "Requests scored by each target call", buckets=BATCH_BUCKETS, registry=r
+        )
+        self.batch_rows_now = Gauge("specdec_batch_rows_now", "Requests in the batch after the last round", registry=r)
         self.request_seconds = Histogram(
             "specdec_request_seconds", "Generation time per answered request", buckets=REQUEST_BUCKETS, registry=r
         )
         self.round_seconds = Histogram(
-            "specdec_round_seconds", "Time per speculative round (draft + verify)", buckets=ROUND_BUCKETS, registry=r
+            "specdec_round_seconds",
+            "Time per round (drafts, one target call, verification)",
+            buckets=ROUND_BUCKETS,
+            registry=r,
         )
         for outcome, code in OUTCOMES.items():
             self.requests.labels(code, outcome)  # every series exists from the start, at 0
@@ -83,8 +94,8 @@ class ServiceMetrics:
         if seconds is not None:
             self.request_seconds.observe(seconds)
 
-    def record_work(self, result, round_seconds: list[float]) -> None:
-        """Count one finished generation's work (a SpeculativeResult) and its rounds' durations."""
+    def record_work(self, result, round_seconds: list[float] = ()) -> None:
+        """Count one finished generation's work (a SpeculativeResult) and its rounds' durations (if timed alone)."""
         self.drafted.inc(result.drafted)
         self.accepted.inc(result.accepted)
         self.tested.inc(result.tested)

@@ -93,6 +93,12 @@ class stop_when(stop_base):  # noqa: N801 (tenacity's naming)
         return self.condition(retry_state)
 
 
+def _restore(state, length) -> None:
+    """Roll `state` back to `length` if a call moved it (a batched call's state: every row to its own length)."""
+    if state.length != length:
+        state.rollback(length)
+
+
 def _raise(error: BaseException):
     raise error
 
@@ -106,6 +112,8 @@ class RetryingModel:
     optional hooks (metrics). `sleep` is what waits (tests pass a recorder instead of sleeping).
     `until`: a time.monotonic() after which no attempt starts and no back-off sleeps past it (a
     request's deadline, which covers all its calls; the policy's deadline is per call).
+    The state only needs `length` and `rollback(length)`: the service's batcher passes all the rows of
+    one batched call as one state (`specdec.serving.batcher.Rows`), so a retry rolls every row back.
     """
 
     def __init__(
@@ -146,7 +154,7 @@ class RetryingModel:
         except self.policy.transient as error:
             failed = [error]
         except BaseException:  # not transient: raised at once, and the state is as the call found it
-            state.rollback(min(length, state.length))
+            _restore(state, length)
             raise
 
         def attempt():  # tenacity's attempt 1 is the one that just failed; it re-raises its error
@@ -168,7 +176,7 @@ class RetryingModel:
                 f" {self.policy.deadline} s); giving up. Last error: {last}"
             ) from last
         except BaseException:  # not transient: raised at once, without a retry
-            state.rollback(min(length, state.length))
+            _restore(state, length)
             raise
 
     def _no_time_left(self, retry_state) -> bool:
@@ -176,8 +184,7 @@ class RetryingModel:
         return self.out_of_time
 
     def _attempt(self, tokens, state, length: int) -> np.ndarray:
-        if state.length != length:
-            state.rollback(length)  # forget whatever a failed attempt wrote
+        _restore(state, length)  # forget whatever a failed attempt wrote
         try:
             return self.model.score(tokens, state)
         except self.policy.transient as error:

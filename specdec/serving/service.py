@@ -10,8 +10,11 @@ request is refused before any generation.
 `GenerationService.complete(request, ...)` generates one request with the exact retries of
 `specdec.serving.retry`, and stops early (raising `ServiceError`) when the request's deadline
 passes or when `cancelled` is set (the client went away). `on_tokens` receives each round's
-tokens as soon as they are verified (streaming). The HTTP layer, `specdec.serving.app`, only
-moves bytes and counts what it sent.
+tokens as soon as they are verified (streaming). The requests in flight share the target's calls
+(`specdec.serving.batcher`: one call per round for all of them, each text bit for bit what it is
+alone); `batch_rows=None`, or a target that is not a GPT, generates each request alone in its
+caller's thread instead, as the service did before batching. The HTTP layer, `specdec.serving.app`,
+only moves bytes and counts what it sent.
 """
 
 import json
@@ -27,6 +30,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import specdec
+from specdec.gpt import GPT
+from specdec.serving.batcher import BatchedResult, Batcher
 from specdec.serving.metrics import RoundClock, ServiceMetrics
 from specdec.serving.retry import DeadlineReached, RetryingModel, RetryPolicy, TargetUnavailable
 from specdec.tokenizer import CHARACTERS, END
@@ -208,7 +213,10 @@ class GenerationService:
 
     target, draft: the models (shared by all requests; each request gets its own decoding
     states). Transient target failures are retried under `policy`; `timeout` is each request's
-    deadline in seconds, retries included.
+    deadline in seconds, retries included. batch_rows: the most requests decoded together, in one
+    target call per round (`Batcher`), for a GPT target (the bundled one); None, or any other target
+    (the fault-injecting and slowed wrappers), each request alone, in the thread that calls `complete`.
+    batch_call and plain_from: the Batcher's `call` and `plain_from`.
     """
 
     def __init__(
@@ -219,6 +227,9 @@ class GenerationService:
         policy: RetryPolicy | None = None,
         metrics: ServiceMetrics | None = None,
         timeout: float = 30.0,
+        batch_rows: int | None = 16,
+        batch_call: str = "invariant",
+        plain_from: int | None = None,
     ):
         if not (isinstance(timeout, int | float) and 0 < timeout < math.inf):
             raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
@@ -232,6 +243,16 @@ class GenerationService:
         self.allowed = {field: text.format(max_context=self.max_context) for field, text in ALLOWED.items()}
         self._seeds = np.random.default_rng()  # fresh seeds for requests that bring none
         self._lock = threading.Lock()
+        self.batcher = None
+        if batch_rows is not None and isinstance(self.target, GPT):
+            self.batcher = Batcher(
+                self.target, self.draft, self.policy, self.metrics, batch_rows, batch_call, plain_from
+            )
+
+    def close(self) -> None:
+        """Stop the batcher's thread (requests still in it fail); a service without a batcher has nothing to stop."""
+        if self.batcher is not None:
+            self.batcher.close()
 
     def parse(self, raw: bytes) -> Request:
         """The request in `raw`, or ServiceError (400 bad JSON, 404 unknown model, 422 a bad field)."""
@@ -319,14 +340,6 @@ class GenerationService:
         """
         deadline = time.monotonic() + self.timeout if deadline is None else deadline
         metrics = self.metrics
-        retrying = RetryingModel(
-            self.target,
-            self.policy,
-            on_failure=lambda error: metrics.failures.inc(),
-            on_retry=lambda seconds: metrics.retries.inc(),
-            until=deadline,
-        )
-        clock = RoundClock(retrying, time.perf_counter)
         generated = [0]  # tokens verified so far, delivered or not
         delivered = [0]  # tokens handed to on_tokens: the caller sends them, or counts them as discarded
 
@@ -341,18 +354,12 @@ class GenerationService:
                 delivered[0] += tokens.size
 
         try:
-            result = specdec.speculative_generate(
-                clock,
-                self.draft,
-                request.prompt,
-                request.max_tokens,
-                request.params,
-                request.gamma,
-                np.random.default_rng(request.seed),
-                end_token=END,
-                verify=request.verify,
-                on_round=each_round,
-            )
+            if self.batcher is None:
+                done = self._alone(request, each_round, deadline)
+            else:
+                rng = np.random.default_rng(request.seed)
+                args = (request.max_tokens, request.params, request.gamma, rng, request.verify, END, each_round)
+                done = self.batcher.submit(request.prompt, *args, deadline=deadline).result()
         except ServiceError as error:
             metrics.discarded.labels(error.code).inc(generated[0] - delivered[0])
             raise
@@ -368,7 +375,8 @@ class GenerationService:
                 "target_unavailable",
                 headers={"Retry-After": "1"},
             ) from None
-        metrics.record_work(result, clock.rounds)
+        result = done.result
+        metrics.record_work(result)
         finish = "stop" if result.tokens.size and result.tokens[-1] == END else "length"
         stats = GenerationStats(
             seed=request.seed,
@@ -381,11 +389,39 @@ class GenerationService:
             tested=result.tested,
             alpha=result.alpha,
             tokens_per_call=result.tokens_per_call,
-            target_failures=retrying.failures,
-            retries=retrying.retries,
+            target_failures=done.failures,
+            retries=done.retries,
             seconds=result.seconds,
         )
         return Completion(result.tokens, self.tokenizer.decode(result.tokens), finish, stats)
+
+    def _alone(self, request: Request, each_round: Callable, deadline: float) -> BatchedResult:
+        """The request generated by itself in this thread: speculative_generate with exact retries."""
+        metrics = self.metrics
+        retrying = RetryingModel(
+            self.target,
+            self.policy,
+            on_failure=lambda error: metrics.failures.inc(),
+            on_retry=lambda seconds: metrics.retries.inc(),
+            until=deadline,
+        )
+        clock = RoundClock(retrying, time.perf_counter)
+        result = specdec.speculative_generate(
+            clock,
+            self.draft,
+            request.prompt,
+            request.max_tokens,
+            request.params,
+            request.gamma,
+            np.random.default_rng(request.seed),
+            end_token=END,
+            verify=request.verify,
+            on_round=each_round,
+        )
+        for seconds in clock.rounds:  # each round a call of one request
+            metrics.round_seconds.observe(seconds)
+            metrics.batch_rows.observe(1)
+        return BatchedResult(result, retrying.failures, retrying.retries)
 
 
 def _deadline(timeout: float, generated: int, max_tokens: int) -> ServiceError:
