@@ -499,6 +499,7 @@ class BackgroundServer:
         limits: Limits = Limits(),
     ):
         self.service = GenerationService() if service is None else service
+        self.owns_service = service is None  # a service it made, it stops on exit (its batcher's thread)
         self.limits = limits
         self.socket = bind(host, port)
         host, port = self.socket.getsockname()[:2]
@@ -522,3 +523,5 @@ class BackgroundServer:
         self.thread.join(30)
         self.socket.close()
         self.server.config.app.state.pool.shutdown(wait=False, cancel_futures=True)
+        if self.owns_service:
+            self.service.close()

@@ -37,7 +37,7 @@ from specdec.gpt import GPT
 from specdec.pipeline import SamplingParams
 from specdec.protocol import LanguageModel
 from specdec.serving.metrics import ServiceMetrics
-from specdec.serving.retry import RetryingModel, RetryPolicy
+from specdec.serving.retry import RetryPolicy
 from specdec.speculative import SpeculativeResult, accept, propose
 from specdec.threads import generation_threads
 
@@ -257,14 +257,7 @@ class Batcher:
         The call is retried whole: before each attempt every row rolls back to its length before the first,
         until the latest deadline among the rows (RetryingModel over Rows).
         """
-        metrics = self.metrics
-        retrying = RetryingModel(
-            self.batched,
-            self.policy,
-            on_failure=lambda error: metrics.failures.inc(),
-            on_retry=lambda seconds: metrics.retries.inc(),
-            until=max(row.deadline for row in rows),
-        )
+        retrying = self.metrics.retrying(self.batched, self.policy, max(row.deadline for row in rows))
         try:
             scored = retrying.score(unread, Rows([row.target_state for row in rows]))  # ONE call for every row
         except BaseException as error:

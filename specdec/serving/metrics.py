@@ -12,6 +12,8 @@ not be aggregated over several servers; a histogram's buckets can.
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from specdec.serving.retry import RetryingModel
+
 # Bucket edges in seconds: a round of one request takes about a millisecond here, a round of 16 several,
 # a request up to a second or so.
 ROUND_BUCKETS = (0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012, 0.02, 0.05, 0.1, 0.5)
@@ -102,6 +104,16 @@ class ServiceMetrics:
         self.rounds.inc(result.target_calls)
         for seconds in round_seconds:
             self.round_seconds.observe(seconds)
+
+    def retrying(self, model, policy, until: float) -> RetryingModel:
+        """`model` retried exactly under `policy` until `until` (a time.monotonic()), failures and retries counted."""
+        return RetryingModel(
+            model,
+            policy,
+            on_failure=lambda error: self.failures.inc(),
+            on_retry=lambda seconds: self.retries.inc(),
+            until=until,
+        )
 
     def exposition(self) -> bytes:
         """The metrics in Prometheus' text format (what GET /metrics returns)."""

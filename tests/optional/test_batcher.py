@@ -30,6 +30,22 @@ QUICK_RETRIES = RetryPolicy(attempts=40, initial=0.0, maximum=0.0, jitter=0.0, d
 PROMPTS = ["def __init__(self", "import o", "for i in range(", "class Stack:\n    ", "x", "return self."]
 
 
+OPEN: list = []  # the services a test made: their batchers' threads are stopped after it
+
+
+def service_of(*args, **kwargs) -> GenerationService:
+    service = GenerationService(*args, **kwargs)
+    OPEN.append(service)
+    return service
+
+
+@pytest.fixture(autouse=True)
+def close_services():
+    yield
+    while OPEN:
+        OPEN.pop().close()
+
+
 def bodies(count: int) -> list[dict]:
     """Requests of every kind: sampled and greedy, filters, token and block verification, gammas, lengths."""
     out = []
@@ -79,7 +95,7 @@ def calls_with_company(metrics: ServiceMetrics) -> float:
 
 
 def test_every_text_under_load_is_bit_for_bit_its_text_alone():
-    service = GenerationService(TARGET, DRAFT, TOKENIZER)
+    service = service_of(TARGET, DRAFT, TOKENIZER)
     requests = parsed(service, 30)
     alone = [service.complete(request) for request in requests]
     assert calls_with_company(service.metrics) == 0  # one at a time: every call scored one request
@@ -112,7 +128,7 @@ class Recorder:
 
 
 def logits_alone_and_crowded(batch_call: str) -> tuple[dict, dict]:
-    service = GenerationService(TARGET, DRAFT, TOKENIZER, batch_call=batch_call)
+    service = service_of(TARGET, DRAFT, TOKENIZER, batch_call=batch_call)
     requests = parsed(service, 12)
     recorders = []
     for run in (lambda: [service.complete(r) for r in requests], lambda: together(service, requests, 0.0)):
@@ -138,8 +154,8 @@ def test_the_padded_call_moves_with_the_company_the_control():
 
 
 def test_a_greedy_row_gives_the_same_text_drafting_or_not():
-    drafting = GenerationService(TARGET, DRAFT, TOKENIZER, plain_from=10**6)  # greedy rows always draft
-    plain = GenerationService(TARGET, DRAFT, TOKENIZER, plain_from=1)  # greedy rows never draft
+    drafting = service_of(TARGET, DRAFT, TOKENIZER, plain_from=10**6)  # greedy rows always draft
+    plain = service_of(TARGET, DRAFT, TOKENIZER, plain_from=1)  # greedy rows never draft
     requests = [r for r in parsed(drafting, 20) if r.params.greedy]
     drafted, one_by_one = together(drafting, requests), together(plain, requests)
     for a, b in zip(drafted, one_by_one, strict=True):
@@ -180,10 +196,10 @@ class FlakyCall:
 
 
 def test_a_failed_batched_call_is_retried_whole_and_every_text_stays_exact():
-    clean = GenerationService(TARGET, DRAFT, TOKENIZER)
+    clean = service_of(TARGET, DRAFT, TOKENIZER)
     requests = parsed(clean, 16)
     expected = together(clean, requests)
-    flaky_service = GenerationService(TARGET, DRAFT, TOKENIZER, QUICK_RETRIES)
+    flaky_service = service_of(TARGET, DRAFT, TOKENIZER, QUICK_RETRIES)
     flaky = FlakyCall(flaky_service.batcher.call, 0.3, seed=3)
     flaky_service.batcher.batched = BatchedTarget(TARGET, flaky)
     answers = together(flaky_service, requests)
@@ -194,7 +210,7 @@ def test_a_failed_batched_call_is_retried_whole_and_every_text_stays_exact():
 
 
 def test_a_target_that_stays_down_fails_its_rows_with_503_and_the_batcher_goes_on():
-    service = GenerationService(TARGET, DRAFT, TOKENIZER, RetryPolicy(attempts=3, initial=0.0, jitter=0.0))
+    service = service_of(TARGET, DRAFT, TOKENIZER, RetryPolicy(attempts=3, initial=0.0, jitter=0.0))
     working = service.batcher.batched
     service.batcher.batched = BatchedTarget(TARGET, FlakyCall(service.batcher.call, 1.0, seed=0))
     answers = together(service, parsed(service, 4))
@@ -204,7 +220,7 @@ def test_a_target_that_stays_down_fails_its_rows_with_503_and_the_batcher_goes_o
 
 
 def test_a_row_past_its_deadline_or_left_by_its_client_ends_alone():
-    service = GenerationService(TARGET, DRAFT, TOKENIZER)
+    service = service_of(TARGET, DRAFT, TOKENIZER)
     requests = parsed(service, 8)
     alone = [service.complete(r) for r in requests]
     cancelled = threading.Event()
@@ -236,7 +252,7 @@ def test_a_row_past_its_deadline_or_left_by_its_client_ends_alone():
 
 def test_a_target_that_is_not_a_gpt_is_generated_one_request_at_a_time():
     """A wrapper (slowed, fault-injecting) has no batched call: no batcher, each request alone as before."""
-    service = GenerationService(SlowModel(TARGET, 0.0), DRAFT, TOKENIZER)
+    service = service_of(SlowModel(TARGET, 0.0), DRAFT, TOKENIZER)
     assert service.batcher is None
     requests = parsed(service, 6)
     alone = [service.complete(r) for r in requests]
