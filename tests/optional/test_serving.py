@@ -208,6 +208,8 @@ def test_a_target_on_another_worker_gives_the_same_tokens(client):
         (["--max-generations", "0"], "--max-generations: must be a whole number in [1, 256], got '0'"),
         (["--max-generations", "2.5"], "--max-generations: must be a whole number in [1, 256]"),
         (["--slow-ms", "-1"], "--slow-ms: must be a number of milliseconds in [0, 1000], got '-1'"),
+        (["--batch-rows", "300"], "--batch-rows: must be a whole number in [0, 256], got '300'"),
+        (["--batch-call", "fast"], "--batch-call: invalid choice: 'fast' (choose from"),
     ],
 )
 def test_the_serving_cli_refuses_bad_options_before_loading_any_model(monkeypatch, capsys, argv, message):
