@@ -298,6 +298,17 @@ def generate_batch(
     return batch
 
 
+def keep_round(sequence: list, emitted: list, n: int, target_state, draft_state, end_token) -> list[int]:
+    """After `accept`: both states keep the text and n accepted drafts; the round's tokens join `sequence`."""
+    kept = len(sequence) + n  # tokens both states may keep: the row's text and its accepted drafts
+    target_state.rollback(kept)
+    draft_state.rollback(min(draft_state.length, kept))  # the draft never read its last draft
+    if end_token in emitted:  # stop after the end token: drop what the round emitted after it
+        emitted = emitted[: emitted.index(end_token) + 1]
+    sequence += emitted
+    return emitted
+
+
 def speculative_generate_batch(
     target: LanguageModel,
     draft: LanguageModel,
@@ -342,12 +353,7 @@ def speculative_generate_batch(
                 logits = validation.check_scores(logits, target, len(tokens), "target")  # (len(tokens), V)
                 emitted, n = accept(logits[-(len(drafts) + 1) :], drafts, q, params, rngs[i], rule)
                 batch.rows[i].record_round(len(drafts), n)
-                kept = len(sequences[i]) + n  # tokens both states may keep: this row's text and accepted drafts
-                target_states[i].rollback(kept)
-                draft_states[i].rollback(min(draft_states[i].length, kept))  # the draft never read its last draft
-                if end_token in emitted:  # stop after the end token: drop what the round emitted after it
-                    emitted = emitted[: emitted.index(end_token) + 1]
-                sequences[i] += emitted
+                emitted = keep_round(sequences[i], emitted, n, target_states[i], draft_states[i], end_token)
                 if end_token in emitted or len(sequences[i]) - prompts[i].size >= max_new_tokens:
                     batch.finish(i, sequences[i][prompts[i].size :], start)
                 else:

@@ -32,7 +32,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specdec.batch import BatchCache, RowCache, call_cost, invariant_score_batch, pack_rows, score_batch, time_batch
+from specdec.batch import (
+    BatchCache,
+    RowCache,
+    call_cost,
+    invariant_score_batch,
+    keep_round,
+    pack_rows,
+    score_batch,
+    time_batch,
+)
 from specdec.gpt import GPT
 from specdec.pipeline import SamplingParams
 from specdec.protocol import LanguageModel
@@ -299,12 +308,7 @@ class Batcher:
         if drafts:
             self.accepted += n
             self.tested += n + (n < len(drafts))
-        kept = len(row.sequence) + n  # tokens both states may keep: the text and the accepted drafts
-        row.target_state.rollback(kept)
-        row.draft_state.rollback(min(row.draft_state.length, kept))  # the draft never read its last draft
-        if row.end_token in emitted:  # stop after the end token: drop what the round emitted after it
-            emitted = emitted[: emitted.index(row.end_token) + 1]
-        row.sequence += emitted
+        emitted = keep_round(row.sequence, emitted, n, row.target_state, row.draft_state, row.end_token)
         if row.on_round is not None:
             row.on_round(np.array(emitted, dtype=np.int64))  # this round's tokens, verified
         if row.end_token in emitted or row.produced >= row.max_tokens:

@@ -393,7 +393,8 @@ def batching_throughput(
         "batched": {},
         "batched, padded": {"batch_call": "padded"},
     }
-    rates: dict = {name: [] for name in setups}
+    rates: dict = {name: [] for name in setups}  # name -> tokens per second, a round each
+    identical: dict = {name: [] for name in setups if name != "one at a time"}  # name -> texts as alone, a round each
     texts: dict = {}
     clients_process = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     for _ in range(rounds):
@@ -406,13 +407,12 @@ def batching_throughput(
                 result = clients_process.submit(loadtest.load_test, server.url, bodies, clients, 300.0).result()
             service.close()
             rates[name].append(result.tokens / result.wall)
-            if name != "one at a time":
-                same = sum(result.texts.get(i) == text for i, text in texts.items())
-                rates.setdefault(f"{name} identical", []).append(same)
+            if name in identical:
+                identical[name].append(sum(result.texts.get(i) == text for i, text in texts.items()))
     clients_process.shutdown()
-    medians = {name: float(np.median(values)) for name, values in rates.items() if "identical" not in name}
-    identical = {name.removesuffix(" identical"): min(v) for name, v in rates.items() if "identical" in name}
-    return {"clients": clients, "requests": n_requests, "tokens_per_second": medians, "identical": identical}
+    medians = {name: float(np.median(values)) for name, values in rates.items()}
+    fewest = {name: min(counts) for name, counts in identical.items()}
+    return {"clients": clients, "requests": n_requests, "tokens_per_second": medians, "identical": fewest}
 
 
 def print_batching(b: dict) -> None:
