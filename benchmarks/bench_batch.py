@@ -40,7 +40,7 @@ import specdec  # noqa: E402
 from specdec import SamplingParams  # noqa: E402
 from specdec.batch import batch_speedup, generate_batch, speculative_generate_batch, time_batch  # noqa: E402
 from specdec.harness import heldout_prompts, label, seed_for  # noqa: E402
-from specdec.threads import describe_machine, generation_threads  # noqa: E402
+from specdec.threads import describe_machine, generation_threads, kernel_note  # noqa: E402
 
 SETTINGS = [SamplingParams(temperature=1.0), SamplingParams(temperature=0.0)]
 KINDS = ("one at a time", "batched plain", "batched speculative")
@@ -81,6 +81,8 @@ def main() -> None:
         parser.error("prompt length + max new tokens must fit the target's context of 256")
     started = time.perf_counter()
     print(f"date: {datetime.date.today().isoformat()}; machine: {describe_machine()}")
+    if kernel_note():
+        print(kernel_note())
     print(f"Python {platform.python_version()}; one BLAS thread while generating (the library's default)")
     print("load average before (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     target, draft = specdec.load_model("target"), specdec.load_model("draft")

@@ -30,7 +30,6 @@ class BatchCache:
         self.model = model
         shape = (model.n_layer, rows, 2, model.n_head, model.max_context, model.head_dim)
         self.kv = np.zeros(shape, np.float32)  # (L, rows, 2, H, T, dh): [:, row, 0] keys, [:, row, 1] values
-        self.rows = [RowCache(self, slot) for slot in range(rows)]
 
     def move(self, row: "RowCache", slot: int) -> None:
         """Copy a text's keys and values to another slot and point its RowCache there (the slot's text is lost)."""
@@ -49,8 +48,9 @@ class RowCache(KVCache):
 
 def start_rows(model: LanguageModel, rows: int) -> list[DecodingState]:
     """`rows` fresh decoding states that score_batch can score together: one BatchCache for a GPT."""
-    if isinstance(model, GPT):
-        return BatchCache(model, rows).rows
+    if isinstance(model, GPT):  # the rows point to their batch, not back: dropping them frees its array at once
+        batch = BatchCache(model, rows)
+        return [RowCache(batch, slot) for slot in range(rows)]
     return [model.start() for _ in range(rows)]
 
 

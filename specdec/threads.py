@@ -84,6 +84,40 @@ def cpu_name() -> str:
         return platform.processor() or platform.machine()
 
 
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags ("avx2", "avx512f", ...) from /proc/cpuinfo on Linux; empty elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            return frozenset(next(line.split(":", 1)[1].split() for line in info if line.startswith("flags")))
+    except (OSError, StopIteration):
+        return frozenset()
+
+
+AVX2_KERNELS = frozenset({"Haswell", "Zen"})  # OpenBLAS's AVX2 kernel families
+
+
+def kernel_note() -> str | None:
+    """A warning when OpenBLAS runs AVX2 kernels on a CPU that has AVX-512, else None.
+
+    The products of a few rows, most of a batched call's work, depend on the kernels more than on
+    anything else: on the course's 2-core AMD EPYC (Zen 5), the GPT layer's four float32 products of 8
+    rows took 2.8x as long with OpenBLAS's Haswell (AVX2) kernels as with its SkylakeX (AVX-512) ones
+    (benchmarks/README.md, "Which kernels OpenBLAS runs"). OpenBLAS picks them from the CPU when numpy
+    loads it, unless the environment variable OPENBLAS_CORETYPE names them; an OpenBLAS older than the
+    CPU falls back on what it knows and can land on older kernels (OpenMathLib/OpenBLAS#6029, Zen 5).
+    """
+    kernels = blas_kernels()
+    if "avx512f" not in cpu_flags() or not kernels or not kernels <= AVX2_KERNELS:
+        return None
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    why = f"OPENBLAS_CORETYPE={forced} in the environment makes OpenBLAS run" if forced else "OpenBLAS chose"
+    fix = "start Python without it" if forced else "start Python with OPENBLAS_CORETYPE=SkylakeX"
+    return (
+        f"note: {why} its {'/'.join(sorted(kernels))} (AVX2) kernels on this CPU, which has AVX-512;"
+        f" a batch's small products usually run faster on the AVX-512 ones: {fix}"
+    )
+
+
 def blas_kernels() -> frozenset[str]:
     """The kernel families of the BLAS libraries numpy loaded ("Haswell", "SkylakeX", ...); empty if unknown."""
     try:

@@ -17,6 +17,9 @@ The evidence:
    argument checked with a message that names it.
 """
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 from test_speculative import DRAFT_LOGITS, SETTINGS, TARGET_LOGITS, V, tables
@@ -415,11 +418,31 @@ def test_the_cost_model_prices_calls_on_the_grid():
 
 
 def test_a_batch_cache_moves_a_row_down(target):
-    cache = BatchCache(target, 3)
-    cache.rows[2].length = 4
-    cache.kv[:, 2, :, :, :4] = 7.0
-    cache.move(cache.rows[2], 0)
-    assert cache.rows[2].slot == 0 and (cache.rows[2].keys[:, :, :4] == 7.0).all()
+    rows = start_rows(target, 3)
+    rows[2].length = 4
+    rows[2].batch.kv[:, 2, :, :, :4] = 7.0
+    rows[2].batch.move(rows[2], 0)
+    assert rows[2].slot == 0 and (rows[2].keys[:, :, :4] == 7.0).all()
+
+
+def test_a_batch_is_freed_as_soon_as_its_rows_are_dropped(target):
+    """No reference cycle between a batch and its rows: its array (MBs) goes at once, not at the next gc."""
+
+    def batches() -> int:
+        return sum(isinstance(o, BatchCache) for o in gc.get_objects())
+
+    gc.disable()  # only reference counting may free them
+    try:
+        before = batches()
+        rows = start_rows(target, 4)
+        batch = weakref.ref(rows[0].batch)
+        del rows
+        assert batch() is None
+        generate_batch(target, [np.array([1, 2]), np.array([3])], 3, SamplingParams(temperature=0.0))
+        speculative_generate_batch(target, target, [np.array([1, 2])], 3, SamplingParams(temperature=0.0), 2)
+        assert batches() == before, "a run's batches outlived it"
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize(

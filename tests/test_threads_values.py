@@ -228,3 +228,48 @@ def test_the_machine_description_names_the_blas_library_version_and_kernel():
     for info in (info for info in threadpool_info() if info["user_api"] == "blas"):
         version, kernels = info.get("version") or "", info.get("architecture") or "unknown"
         assert f"{info['internal_api']} {version} ({kernels} kernels)" in text
+
+
+@pytest.mark.parametrize(
+    ("flags", "kernels", "warned"),
+    [
+        ({"avx2", "avx512f"}, {"Haswell"}, True),  # the misdetected Zen 5
+        ({"avx2", "avx512f"}, {"Zen"}, True),
+        ({"avx2", "avx512f"}, {"SkylakeX"}, False),  # AVX-512 kernels: nothing to say
+        ({"avx2", "avx512f"}, {"Haswell", "SkylakeX"}, False),  # two BLAS libraries, one with AVX-512 kernels
+        ({"avx2"}, {"Haswell"}, False),  # an AVX2 CPU: the right kernels
+        ({"avx2", "avx512f"}, set(), False),  # kernels unknown (no threadpoolctl)
+        (set(), {"Haswell"}, False),  # flags unknown (not Linux)
+    ],
+)
+def test_a_note_warns_of_avx2_kernels_on_an_avx512_cpu(monkeypatch, flags, kernels, warned):
+    monkeypatch.setattr(threads, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(threads, "blas_kernels", lambda: frozenset(kernels))
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)  # OpenBLAS chose by itself
+    note = threads.kernel_note()
+    assert (note is not None) == warned
+    if warned:
+        assert "OpenBLAS chose its " + "/".join(sorted(kernels)) + " (AVX2) kernels" in note
+        assert "AVX-512" in note and "OPENBLAS_CORETYPE=SkylakeX" in note
+        monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")  # forced: the note names the variable, not a misdetection
+        note = threads.kernel_note()
+        assert "OPENBLAS_CORETYPE=Haswell in the environment" in note and "without it" in note
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "flags"),
+    [
+        ("processor\t: 0\nmodel name\t: X\nflags\t\t: fpu avx2 avx512f\n", {"fpu", "avx2", "avx512f"}),
+        ("processor\t: 0\nBogoMIPS\t: 50.00\n", set()),  # no flags line (an ARM board says "Features")
+        (None, set()),  # no /proc/cpuinfo
+    ],
+    ids=["flags", "no flags line", "no file"],
+)
+def test_the_cpu_flags_are_read_from_proc_cpuinfo(monkeypatch, cpuinfo, flags):
+    def fake_open(path, *args, **kwargs):
+        if cpuinfo is None:
+            raise FileNotFoundError(path)
+        return io.StringIO(cpuinfo)
+
+    monkeypatch.setattr(threads, "open", fake_open, raising=False)
+    assert threads.cpu_flags() == frozenset(flags)

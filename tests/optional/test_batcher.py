@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import specdec
-from specdec.batch import BatchCache, score_batch
+from specdec.batch import score_batch, start_rows
 from specdec.serving.batcher import BatchedTarget, Batcher, Rows
 from specdec.serving.cluster import SlowModel
 from specdec.serving.faults import TransientError
@@ -266,11 +266,11 @@ def test_a_target_that_is_not_a_gpt_is_generated_one_request_at_a_time():
 
 
 def test_rows_state_rolls_every_row_back():
-    batch = BatchCache(TARGET, 2)
-    score_batch(TARGET, [[1, 2, 3], [4]], batch.rows)
-    rows = Rows(batch.rows)
+    batch = start_rows(TARGET, 2)
+    score_batch(TARGET, [[1, 2, 3], [4]], batch)
+    rows = Rows(batch)
     assert rows.length == (3, 1)
-    score_batch(TARGET, [[5], [6, 7]], batch.rows)
+    score_batch(TARGET, [[5], [6, 7]], batch)
     rows.rollback((3, 1))
     assert rows.length == (3, 1)
 
