@@ -69,7 +69,7 @@ from specdec.harness import (  # noqa: E402
     seed_for,
     side_by_side,
 )
-from specdec.threads import describe_machine, generation_blas_threads, generation_threads  # noqa: E402
+from specdec.threads import describe_machine, generation_blas_threads, generation_threads, kernel_note  # noqa: E402
 from specdec.timing import f_dips  # noqa: E402
 from specdec.validation import VERIFY_RULES  # noqa: E402
 
@@ -111,6 +111,8 @@ def main() -> None:
 
     started = time.perf_counter()
     print(f"date: {datetime.date.today().isoformat()}; machine: {describe_machine()}")
+    if kernel_note():
+        print(kernel_note())
     threads = generation_blas_threads()
     setting = (
         "BLAS threads: numpy's own setting"
