@@ -81,8 +81,8 @@ def main() -> None:
         parser.error("prompt length + max new tokens must fit the target's context of 256")
     started = time.perf_counter()
     print(f"date: {datetime.date.today().isoformat()}; machine: {describe_machine()}")
-    if kernel_note():
-        print(kernel_note())
+    if note := kernel_note():
+        print(note)
     print(f"Python {platform.python_version()}; one BLAS thread while generating (the library's default)")
     print("load average before (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     target, draft = specdec.load_model("target"), specdec.load_model("draft")

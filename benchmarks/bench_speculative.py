@@ -111,8 +111,8 @@ def main() -> None:
 
     started = time.perf_counter()
     print(f"date: {datetime.date.today().isoformat()}; machine: {describe_machine()}")
-    if kernel_note():
-        print(kernel_note())
+    if note := kernel_note():
+        print(note)
     threads = generation_blas_threads()
     setting = (
         "BLAS threads: numpy's own setting"

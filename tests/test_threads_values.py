@@ -233,7 +233,7 @@ def test_the_machine_description_names_the_blas_library_version_and_kernel():
 @pytest.mark.parametrize(
     ("flags", "kernels", "warned"),
     [
-        ({"avx2", "avx512f"}, {"Haswell"}, True),  # the misdetected Zen 5
+        ({"avx2", "avx512f"}, {"Haswell"}, True),  # forced, or an OpenBLAS that did not know the CPU
         ({"avx2", "avx512f"}, {"Zen"}, True),
         ({"avx2", "avx512f"}, {"SkylakeX"}, False),  # AVX-512 kernels: nothing to say
         ({"avx2", "avx512f"}, {"Haswell", "SkylakeX"}, False),  # two BLAS libraries, one with AVX-512 kernels
