@@ -75,22 +75,24 @@ def generation_threads() -> Iterator[None]:
                 _limiter = None
 
 
-def cpu_name() -> str:
-    """The CPU's model name (from /proc/cpuinfo on Linux, else what `platform` knows)."""
+def cpuinfo(field: str) -> str | None:
+    """The value of the first `field` line of /proc/cpuinfo ("model name", "flags"); None without one (not Linux)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
-            return next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
+            return next((line.split(":", 1)[1].strip() for line in info if line.startswith(field)), None)
+    except OSError:
+        return None
+
+
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux, else what `platform` knows)."""
+    name = cpuinfo("model name")
+    return name if name is not None else platform.processor() or platform.machine()
 
 
 def cpu_flags() -> frozenset[str]:
     """The CPU's feature flags ("avx2", "avx512f", ...) from /proc/cpuinfo on Linux; empty elsewhere."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            return frozenset(next(line.split(":", 1)[1].split() for line in info if line.startswith("flags")))
-    except (OSError, StopIteration):
-        return frozenset()
+    return frozenset((cpuinfo("flags") or "").split())
 
 
 AVX2_KERNELS = frozenset({"Haswell", "Zen"})  # OpenBLAS's AVX2 kernel families
