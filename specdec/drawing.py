@@ -129,7 +129,7 @@ def draw(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:  # noqa: F8
     """
     vocab = probs.shape[-1]
     if probs.ndim == 1 and vocab <= BLOCK:  # one row, the decoding loop's case: the same search on scalars
-        return draw_row(np.cumsum(probs), probs.sum(), probs, rng)
+        return draw_row(np.add.accumulate(probs), probs.sum(), probs, rng)  # np.cumsum, minus its wrapper
     rows = probs.reshape(-1, vocab)  # (R, V)
     r = np.arange(rows.shape[0])  # (R,)
     if vocab <= BLOCK:  # one level is enough

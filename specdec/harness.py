@@ -98,6 +98,7 @@ class RoundTurns:
     draft: float  # the draft's turns of the later rounds: each from its first draft call to the target's call
     drafted: int  # the draft calls in those turns, one per drafted token
     turns: list[tuple[int, float, float]]  # per later round: (n tokens scored, the target's turn, its call alone)
+    first_calls: float  # the first round's calls: the draft's turn from its first call, then the target's call alone
 
 
 def run_turns(result, target: TimedModel, draft: TimedModel | None, end: float) -> PlainTurns | RoundTurns:
@@ -115,7 +116,9 @@ def run_turns(result, target: TimedModel, draft: TimedModel | None, end: float) 
     # the rounds after the first: (n tokens scored, the target's turn from its call at t, the call's s seconds)
     turns = [(n, stop - t, s) for t, (n, s), stop in zip(target.starts[1:], target.calls[1:], ends[1:], strict=True)]
     draft_seconds = sum(call - begin for begin, call in zip(begins[1:], target.starts[1:], strict=True))
-    return RoundTurns(ends[0] - start, draft_seconds, sum(drafted[1:]), turns)  # the first round reads the prompt
+    # the first round's calls: the draft's turn (if it drafted) and the target's call; none for no new token
+    first_calls = target.starts[0] - begins[0] + target.calls[0][1] if target.calls else 0.0
+    return RoundTurns(ends[0] - start, draft_seconds, sum(drafted[1:]), turns, first_calls)
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,7 @@ class TurnCosts:
     f_call: dict[int, float]  # {n: the target's call of n tokens alone}
     prompt: float  # a plain run's first step: reading the prompt and drawing the first token
     rounds: dict[int, int]  # {n: how many rounds scored n tokens}; the rounds that read a prompt count nowhere
+    first_calls: float  # a speculative run's first round (it reads the prompt), its calls only (calls_only)
 
 
 def turn_costs(plain: Sequence[PlainTurns], speculative: Sequence[RoundTurns]) -> TurnCosts:
@@ -140,7 +144,8 @@ def turn_costs(plain: Sequence[PlainTurns], speculative: Sequence[RoundTurns]) -
     c = sum(t.draft for t in speculative) / drafted / unit if drafted else math.nan
     f, f_call = ({n: seconds[n] / rounds[n] / unit for n in sorted(rounds)} for seconds in (turns, calls))
     prompt = sum(t.prompt for t in plain) / len(plain) / unit if plain else math.nan
-    return TurnCosts(unit, c, f, f_call, prompt, dict(sorted(rounds.items())))
+    first_calls = sum(t.first_calls for t in speculative) / len(speculative) / unit if speculative else math.nan
+    return TurnCosts(unit, c, f, f_call, prompt, dict(sorted(rounds.items())), first_calls)
 
 
 @dataclass(frozen=True)
@@ -441,19 +446,21 @@ def round_breakdown(
 
 
 def calls_only(row: Summary) -> float:
-    """A row's speed-up per token if only the target's calls and the draft's turns took time: a bound.
+    """A row's speed-up if only the target's calls and the draft's turns took time: a bound.
 
-    Tokens per target call over the mean round's cost, sum over rounds of ((n - 1) c + f_call(n)) /
-    rounds, where a round scores n = drafts + 1 tokens; all measured in the row's own runs (c, the
-    draft's whole turn per drafted token, and f_call, the target's bare call of n tokens, in plain
-    steps). Sampling the target's rows, verifying, rollbacks and the loop cost nothing, while plain
-    decoding keeps its real cost per token: no verification rule or bookkeeping of the round can beat
-    it with these calls. The prompt is left out on both sides (a whole run reads it once either way).
+    Plain runs keep their real time, in plain steps. A speculative run is charged its calls: its first
+    round's (the draft's turn and the target's call that reads the prompt: costs.first_calls), then
+    (n - 1) c + f_call(n) per later round that scores n = drafts + 1 tokens; c (the draft's whole turn
+    per drafted token) and f_call (the target's bare call of n tokens) are measured in the row's own
+    runs. Sampling the target's rows, verifying, rollbacks and the loop cost nothing: no verification
+    rule or bookkeeping of the round can beat it with these calls.
     """
     costs = row.costs
-    rounds = costs.rounds  # {n: how many rounds scored n tokens}
-    calls = math.fsum(k * ((n - 1) * costs.c + costs.f_call[n]) for n, k in rounds.items())
-    return row.tokens_per_call / (calls / sum(rounds.values()))
+    plain_steps = sum(run.seconds for run in row.plain) / costs.unit  # what plain decoding really took
+    later = math.fsum(k * ((n - 1) * costs.c + costs.f_call[n]) for n, k in costs.rounds.items())  # {n: rounds}
+    calls = len(row.speculative) * costs.first_calls + later  # plain steps
+    plain_tokens = sum(run.tokens.size for run in row.plain)
+    return (row.tokens / calls) / (plain_tokens / plain_steps)
 
 
 @dataclass(frozen=True)

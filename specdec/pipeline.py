@@ -1,6 +1,7 @@
 # Generated from notebooks/05_sampling_pipeline.ipynb by tools/export.py: edit the notebook, not this file.
 """The sampling pipeline: temperature -> top-k -> top-p -> min-p, validated, batched and fast."""
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,10 +128,10 @@ def kept_count(top: np.ndarray, full_mass: np.ndarray | None, whole_row: bool, p
 
 
 def scaled_logits(x: np.ndarray, row_max: np.ndarray, temperature: float) -> np.ndarray:
-    """(x - max x) / T in float64: the same numbers softmax(x, T) exponentiates."""
-    # over: as in softmax, logits a float range apart overflow to -inf, probability 0; invalid: only
-    # temperature_probs passes unchecked logits (inf - inf is NaN there, and it then refuses them)
-    with np.errstate(over="ignore", invalid="ignore"):
+    """(x - max x) / T in float64, for rows whose max is finite: the same numbers softmax(x, T) exponentiates."""
+    if temperature == 1 and x.dtype.itemsize <= 4:  # float32 (or narrower) minus its max: no overflow
+        return np.subtract(x, row_max, dtype=np.float64)  # (..., n) <= 0, without errstate's cost
+    with np.errstate(over="ignore"):  # as in softmax: logits a float range apart overflow to -inf, probability 0
         z = np.subtract(x, row_max, dtype=np.float64)  # (..., n) <= 0
         if temperature != 1:  # x / 1 is x: skip a pass over the row
             z /= temperature
@@ -138,20 +139,21 @@ def scaled_logits(x: np.ndarray, row_max: np.ndarray, temperature: float) -> np.
 
 
 def temperature_probs(logits, temperature: float) -> np.ndarray:
-    """softmax(logits / T) over the last axis, float64, checked after the fact: decoding's hot path.
+    """softmax(logits / T) over the last axis, float64, checked through the row maxima: decoding's hot path.
 
-    A valid row's normaliser sum(exp(z)) is >= 1 (its largest term is exp(0)); NaN, +inf or a
-    row of only -inf make it NaN. So one comparison checks every row, and check_logits runs
-    only to explain a failure. Bit for bit the same numbers as softmax(logits, T).
+    A row's max is NaN or +inf if the row holds one, -inf if the row is all -inf; so finite maxima
+    check every row, and check_logits runs only to explain a failure. Bit for bit the same numbers
+    as softmax(logits, T).
     """
     x = as_array(logits, "logits")
     if x.dtype.kind != "f" or x.ndim == 0 or x.size == 0:  # integers, scalars, empty: check_logits first
         x = check_logits(x)
-    probs = np.exp(scaled_logits(x, x.max(axis=-1, keepdims=True), temperature))  # (..., V)
-    total = probs.sum(axis=-1, keepdims=True)  # (..., 1)
-    if not total.min(initial=1.0) >= 1:  # False for NaN too
+    row_max = x.max(axis=-1, keepdims=True)  # (..., 1)
+    if not all(map(math.isfinite, row_max.ravel().tolist())):  # on Python floats: no overflow, no warning
         check_logits(x)  # raises: it says which row holds NaN, +inf or only -inf
-    probs /= total
+    probs = scaled_logits(x, row_max, temperature)  # (..., V) a fresh array: exponentiate it in place
+    np.exp(probs, out=probs)
+    probs /= probs.sum(axis=-1, keepdims=True)
     return probs
 
 

@@ -9,6 +9,7 @@ then those of each notebook's functions, in the course's order.
 """
 
 import dataclasses
+import functools
 import math
 import numbers
 import operator
@@ -28,15 +29,14 @@ def check_integer(value, name: str, minimum: int | None = None, maximum: int | N
     Python and numpy integers are accepted (via operator.index); bools, floats, strings and
     arrays are refused with a TypeError, even when they look integral (2.0).
     """
-    allowed = describe_integer_range(minimum, maximum)
     if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be {allowed}, got {value!r}")
+        raise TypeError(f"{name} must be {describe_integer_range(minimum, maximum)}, got {value!r}")
     try:
         number = operator.index(value)
     except TypeError:
-        raise TypeError(f"{name} must be {allowed}, got {value!r}") from None
+        raise TypeError(f"{name} must be {describe_integer_range(minimum, maximum)}, got {value!r}") from None
     if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
-        raise ValueError(f"{name} must be {allowed}, got {number}")
+        raise ValueError(f"{name} must be {describe_integer_range(minimum, maximum)}, got {number}")
     return number
 
 
@@ -236,19 +236,28 @@ def check_min_p(min_p) -> float:
 SAMPLING_FIELDS = ("temperature", "top_k", "top_p", "min_p")
 
 
+@functools.cache
+def sampling_params_class() -> type:
+    """specdec.pipeline.SamplingParams, imported once, on first use (pipeline.py imports this module).
+
+    An import statement inside check_params would cost about 0.4 µs per call, on decoding's hot path.
+    """
+    from specdec.pipeline import SamplingParams
+
+    return SamplingParams
+
+
 def check_params(params) -> "SamplingParams":
     """params must be a SamplingParams (notebook 05), which validated its fields when it was made.
 
     The package's class, or the one notebook 05 defines in its own cells before it is exported (a
     dataclass of that name with the same fields): the checks run when either is made.
     """
-    from specdec.pipeline import SamplingParams  # here, not at the top: pipeline.py imports this module
-
-    if type(params) is SamplingParams:  # the usual case, decided without reading the fields
+    if type(params) is sampling_params_class():  # the usual case, decided without reading the fields
         return params
     fields = tuple(field.name for field in dataclasses.fields(params)) if dataclasses.is_dataclass(params) else ()
     notebooks = type(params).__name__ == "SamplingParams" and fields == SAMPLING_FIELDS
-    if not (isinstance(params, SamplingParams) or notebooks):
+    if not (isinstance(params, sampling_params_class()) or notebooks):
         raise TypeError(f"params must be a SamplingParams, got {type(params).__name__}")
     return params
 
@@ -308,6 +317,8 @@ def check_new_tokens(tokens, vocab_size: int) -> np.ndarray:
 
 def check_rollback(length, seen: int) -> int:
     """The length to roll back to, after checking 0 <= length <= seen: a rollback can only forget."""
+    if type(length) is int and 0 <= length <= seen:  # every round's case, without building a message
+        return length
     return check_integer(length, f"rollback length (tokens seen: {seen})", 0, seen)
 
 
@@ -326,9 +337,9 @@ def check_scores(logits, model, n_tokens: int, name: str = "model") -> np.ndarra
             f"({n_tokens}, {model.vocab_size}) for {model.name}, got {arr.shape}"
         )
     if arr.dtype.kind == "f":  # the hot path: one pass, then explain only if something is wrong
-        # a row's max is NaN or +inf if the row holds one, -inf if it is all -inf, so the sum of the
-        # rows' maxima is finite when every row is fine (a sum that overflows takes the slow path)
-        if math.isfinite(arr.max() if n_tokens == 1 else arr.max(axis=-1).sum()):  # one row: its max
+        # a row's max is NaN or +inf if the row holds one, -inf if it is all -inf, so every row is fine
+        # when every row's max is finite (read as Python floats: a sum of them could overflow)
+        if all(map(math.isfinite, arr.max(axis=-1).tolist())):
             return arr
     return check_logits(arr, f"{name}.score's logits")  # integers, or a bad row: it says which
 

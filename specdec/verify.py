@@ -18,9 +18,9 @@ def residual_distribution(p, q) -> np.ndarray:
 def verify_drawn(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, rng: np.random.Generator):
     """speculative_verify without the checks (for callers that built q, p and tokens themselves)."""
     gamma = tokens.size
-    u = rng.random(gamma)  # (gamma,) fresh uniforms, one per drafted position
+    u, x = rng.random(gamma).tolist(), tokens.tolist()  # fresh uniforms, one per drafted position; the drafts
     n = 0  # the accepted prefix: draft n is accepted iff u_n < p_n(x_n) / q_n(x_n), strict (p = 0 never accepts)
-    while n < gamma and u[n] < p[n, tokens[n]] / q[n, tokens[n]]:  # a scalar loop: at most gamma cheap steps
+    while n < gamma and u[n] < p[n, x[n]] / q[n, x[n]]:  # a scalar loop (lists: cheaper to index): at most gamma steps
         n += 1
     if n == gamma:  # all accepted: the bonus token comes from the next target distribution
         last = draw(p[n], rng)
@@ -28,7 +28,9 @@ def verify_drawn(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, rng: np.rando
         excess = np.maximum(p[n] - q[n], 0.0)  # (V,)
         mass = excess.sum()
         last = draw(excess / mass if mass > 0 else p[n], rng)
-    return np.append(tokens[:n], last).astype(np.int64), n
+    emitted = np.empty(n + 1, dtype=np.int64)  # (n + 1,) the accepted drafts, then the last token
+    emitted[:n], emitted[n] = tokens[:n], last
+    return emitted, n
 
 
 def speculative_verify(draft_tokens, draft_probs, target_probs, rng: np.random.Generator):

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from specdec.harness import TurnCosts, calls_only
@@ -48,20 +49,26 @@ def test_bench_speculative_checks_the_targets_at_the_defaults():
     assert re.search(r"^ +without the \d of 2 outputs that loop: tokens per call (\d\.\d\d|nan)", out, re.MULTILINE)
     bound = r"^ +calls only: at most \d\.\d\dx \(gamma (3|auto), the best row; target (1\.75|2\.5)x: (within|OUT OF) "
     assert len(re.findall(bound, out, re.MULTILINE)) == 2  # greedy and T=1
+    share = r"^ +at the defaults: \d+\.\d% of its own calls-only bound \(\d\.\d\dx; target 95%: (met|MISSED)\)$"
+    assert len(re.findall(share, out, re.MULTILINE)) == 2
     assert "calls only meas/bound" in out  # every row prints its own bound and the share of it measured
-    rows = re.findall(r"^(?:greedy|T=1) .* (\d+\.\d\d)x +(\d+)%$", out, re.MULTILINE)
-    assert len(rows) == 4 and all(0 < int(share) <= 150 for _, share in rows), rows  # 2 settings x 2 gammas
+    rows = re.findall(r"^(?:greedy|T=1) .* (\d+\.\d\d)x +(\d+\.\d)%$", out, re.MULTILINE)
+    assert len(rows) == 4 and all(0 < float(share) <= 150 for _, share in rows), rows  # 2 settings x 2 gammas
 
 
-def test_the_calls_only_bound_charges_the_bare_calls_and_the_measured_tokens():
-    # 3 tokens per call; three rounds of 4 drafts (c = 0.1, bare 5-token call 1.6 steps) and one of 2 drafts
-    # (bare 3-token call 1.2): calls per round (3 x 2.0 + 1.4) / 4 = 1.85. The whole turn f (call + sampling
-    # + verification) is not what the bound charges.
-    costs = TurnCosts(unit=1e-3, c=0.1, f={5: 2.4, 3: 1.9}, f_call={5: 1.6, 3: 1.2}, prompt=5.0, rounds={5: 3, 3: 1})
-    row = SimpleNamespace(gamma=4, tokens_per_call=3.0, costs=costs)  # the fields of a Summary calls_only reads
-    assert calls_only(row) == pytest.approx(3.0 / 1.85)
-    row.costs = dataclasses.replace(costs, rounds={5: 1})
-    assert calls_only(row) == pytest.approx(3.0 / 2.0)
+def test_the_calls_only_bound_charges_the_first_rounds_the_drafts_and_the_bare_calls_of_whole_runs():
+    # Two prompts, 101 new tokens each. Plain: 105 steps per run (unit 1 ms). Speculative: each first round's
+    # calls (the draft's turn, the target's call of the prompt and the drafts) 5.5 steps; after them six rounds
+    # of 4 drafts (c = 0.1, bare 5-token call 1.6) and two of 2 drafts (bare 3-token call 1.2): 2 x 5.5 +
+    # 6 x 2.0 + 2 x 1.4 = 25.8 steps for the same 202 tokens plain decoding wrote in 210: at most 210 / 25.8.
+    # The whole turn f (call + sampling + verification) and plain's first step are not what it charges.
+    costs = TurnCosts(1e-3, 0.1, {5: 2.4, 3: 1.9}, {5: 1.6, 3: 1.2}, prompt=5.0, rounds={5: 6, 3: 2}, first_calls=5.5)
+    plain = [SimpleNamespace(seconds=0.105, tokens=np.zeros(101, dtype=np.int64)) for _ in range(2)]
+    speculative = [SimpleNamespace(tokens=np.zeros(101, dtype=np.int64)) for _ in range(2)]
+    row = SimpleNamespace(tokens=202, plain=plain, speculative=speculative, costs=costs)  # what calls_only reads
+    assert calls_only(row) == pytest.approx(210 / 25.8)
+    row.costs = dataclasses.replace(costs, f={5: 9.0, 3: 9.0}, prompt=50.0, rounds={5: 8})
+    assert calls_only(row) == pytest.approx(210 / (11 + 8 * 2.0))
 
 
 def test_bench_speculative_runs_with_block_verification():

@@ -112,13 +112,15 @@ def test_run_turns_by_hand():
     assert [call for _, _, call in turns.turns] == pytest.approx([0.1, 0.02])
     alone = run_turns(SimpleNamespace(seconds=1.0), SimpleNamespace(starts=[0.3], calls=[(5, 0.1)]), draft, end=1.0)
     assert alone.prompt == pytest.approx(1.0) and alone.turns == [] and alone.drafted == 0  # one round: the prompt's
+    assert turns.first_calls == pytest.approx(0.25)  # the draft's turn 0.1 to 0.3, then the target's call of 0.05
+    assert alone.first_calls == pytest.approx(0.3)  # 0.1 to 0.3 and 0.1: its draft calls all came before its call
 
 
 def test_turn_costs_by_hand():
     plain = [PlainTurns(0.010, 0.020, 10), PlainTurns(0.014, 0.040, 20)]  # unit = 0.060 s / 30 steps = 2 ms
     speculative = [  # turns: (n tokens scored, the target's turn, its call alone) of each round after the first
-        RoundTurns(prompt=0.02, draft=0.003, drafted=6, turns=[(5, 0.006, 0.005)]),
-        RoundTurns(0.02, 0.001, 4, turns=[(5, 0.004, 0.003), (2, 0.003, 0.002), (5, 0.006, 0.004)]),
+        RoundTurns(prompt=0.02, draft=0.003, drafted=6, turns=[(5, 0.006, 0.005)], first_calls=0.015),
+        RoundTurns(0.02, 0.001, 4, turns=[(5, 0.004, 0.003), (2, 0.003, 0.002), (5, 0.006, 0.004)], first_calls=0.017),
     ]
     costs = turn_costs(plain, speculative)
     assert isinstance(costs, TurnCosts)
@@ -129,6 +131,7 @@ def test_turn_costs_by_hand():
     assert costs.f_call == pytest.approx({2: 1.0, 5: (0.012 / 3) / 0.002})
     assert costs.prompt == pytest.approx(0.012 / 0.002)  # 6 steps
     assert costs.rounds == {2: 1, 5: 3}
+    assert costs.first_calls == pytest.approx(0.016 / 0.002)  # 8 steps per run
     assert np.isnan(turn_costs([PlainTurns(0.01, 0.0, 0)], speculative).unit)
     with pytest.raises(dataclasses.FrozenInstanceError):
         costs.c = 0.1
@@ -220,4 +223,4 @@ def test_run_turns_of_runs_that_generate_nothing(tiny_pair):
     _, _, plain = timed_plain(target, [1, 2, 3], 0, T1)
     assert plain.step_count == 0 and plain.steps == 0.0
     _, _, _, fast = timed_speculative(target, draft, [1, 2, 3], 0, T1, 3)
-    assert fast.drafted == 0 and fast.turns == []
+    assert fast.drafted == 0 and fast.turns == [] and fast.first_calls == 0.0

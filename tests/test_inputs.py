@@ -6,6 +6,7 @@ ValueError that names the model's role (target or draft) by plain `generate` and
 token 0 from NaN rows and a wide row would let a token outside the vocabulary out.
 """
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,9 @@ class Broken:
             logits = np.concatenate([logits, logits[:, :1]], axis=1)  # (n, V + 1)
         elif self.how == "a row too few":
             logits = logits[:-1]
+        elif self.how == "huge":  # valid float64 rows whose maxima sum past the float64 range
+            logits = logits.astype(np.float64)
+            logits[:, 0] = 1e308
         elif self.how == "ragged":
             logits = [list(row) for row in logits[:-1]] + [list(logits[-1][:-1])]
         return logits
@@ -78,6 +82,15 @@ def test_the_unbroken_control_runs():
     """The same wrapper, unspoiled: the tests above fail because of the spoiling, not the wrapper."""
     result = speculative_generate(Broken(TARGET, "none"), Broken(DRAFT, "none"), [1, 2, 3], 12, GREEDY, 3)
     assert np.array_equal(result.tokens, generate(TARGET, [1, 2, 3], 12, GREEDY).tokens)
+
+
+@pytest.mark.parametrize("params", [GREEDY, T1], ids=["greedy", "T=1"])
+def test_valid_rows_whose_maxima_sum_past_the_float64_range_pass_without_a_warning(params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow warning from the checks fails the test
+        plain = generate(Broken(TARGET, "huge"), [1, 2, 3], 12, params, np.random.default_rng(0))
+        fast = speculative_generate(Broken(TARGET, "huge"), DRAFT, [1, 2, 3], 12, params, 3, np.random.default_rng(0))
+    assert not plain.tokens.any() and not fast.tokens.any()  # every row's mass is on token 0
 
 
 @pytest.mark.parametrize(
