@@ -24,10 +24,10 @@ share of it measured.
 Then, for each setting at its best gamma, where the time goes (`round_breakdown`) and the three
 factors that make up measured / predicted (`gap_factors`). Last, the course's targets at the
 defaults, and beside each the "calls only" bound (`calls_only`): the best row's speed-up had nothing
-but the models' calls taken time (the prompt read once on both sides, as in the measured runs). When
-even that is below a target, no verification rule, choice of gamma or leaner bookkeeping of the round
-reaches it with this pair on this machine (only a cheaper draft turn, a cheaper target call or a higher
-alpha moves it). `--profile` adds a cProfile of the speculative runs at T=1.
+but the target's calls and the draft's turns taken time (whole runs, the prompt read on both sides, as
+in the measured runs). When even that is below a target, no choice of gamma or leaner bookkeeping of the
+round reaches it with this pair on this machine (only a cheaper draft turn, a cheaper target call or a
+higher alpha moves it). `--profile` adds a cProfile of the speculative runs at T=1.
 
     python benchmarks/bench_speculative.py                     # about 4 minutes on a 2-core machine
     python benchmarks/bench_speculative.py --gammas 3 4 5 --prompts 8 --repeats 1   # a quick look
@@ -260,7 +260,7 @@ def main() -> None:
         print(
             f"  {'':6} calls only: at most {at_most:.2f}x (gamma {bound.gamma}, the best row; "
             f"target {speed_target}x: {'within reach' if at_most >= speed_target else 'OUT OF REACH'})"
-            " if sampling, verification and the loop cost nothing"
+            " if the target's sampling, verification and the loop cost nothing"
         )
         share = row.speedup / calls_only(row)  # the defaults' row against its own bound
         print(

@@ -130,7 +130,7 @@ class TurnCosts:
     f: dict[int, float]  # {n: the target's turn in a round scoring n tokens: the call, sampling, verification}
     f_call: dict[int, float]  # {n: the target's call of n tokens alone}
     prompt: float  # a plain run's first step: reading the prompt and drawing the first token
-    rounds: dict[int, int]  # {n: how many rounds scored n tokens}; the rounds that read a prompt count nowhere
+    rounds: dict[int, int]  # {n: how many rounds after the first scored n tokens}
     first_calls: float  # a speculative run's first round (it reads the prompt), its calls only (calls_only)
 
 
@@ -452,12 +452,14 @@ def calls_only(row: Summary) -> float:
     round's (the draft's turn and the target's call that reads the prompt: costs.first_calls), then
     (n - 1) c + f_call(n) per later round that scores n = drafts + 1 tokens; c (the draft's whole turn
     per drafted token) and f_call (the target's bare call of n tokens) are measured in the row's own
-    runs. Sampling the target's rows, verifying, rollbacks and the loop cost nothing: no verification
-    rule or bookkeeping of the round can beat it with these calls.
+    runs. Sampling the target's rows, verifying, rollbacks and the loop cost nothing: no leaner code
+    around these rounds' calls can beat it.
     """
     costs = row.costs
     plain_steps = sum(run.seconds for run in row.plain) / costs.unit  # what plain decoding really took
-    later = math.fsum(k * ((n - 1) * costs.c + costs.f_call[n]) for n, k in costs.rounds.items())  # {n: rounds}
+    drafted = sum(k * (n - 1) for n, k in costs.rounds.items())  # the later rounds' drafts ({n: rounds})
+    bare_calls = math.fsum(k * costs.f_call[n] for n, k in costs.rounds.items())  # the target's, later rounds
+    later = bare_calls + (drafted * costs.c if drafted else 0.0)  # c is NaN when those rounds drafted nothing
     calls = len(row.speculative) * costs.first_calls + later  # plain steps
     plain_tokens = sum(run.tokens.size for run in row.plain)
     return (row.tokens / calls) / (plain_tokens / plain_steps)

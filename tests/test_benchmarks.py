@@ -57,18 +57,22 @@ def test_bench_speculative_checks_the_targets_at_the_defaults():
 
 
 def test_the_calls_only_bound_charges_the_first_rounds_the_drafts_and_the_bare_calls_of_whole_runs():
-    # Two prompts, 101 new tokens each. Plain: 105 steps per run (unit 1 ms). Speculative: each first round's
-    # calls (the draft's turn, the target's call of the prompt and the drafts) 5.5 steps; after them six rounds
-    # of 4 drafts (c = 0.1, bare 5-token call 1.6) and two of 2 drafts (bare 3-token call 1.2): 2 x 5.5 +
-    # 6 x 2.0 + 2 x 1.4 = 25.8 steps for the same 202 tokens plain decoding wrote in 210: at most 210 / 25.8.
-    # The whole turn f (call + sampling + verification) and plain's first step are not what it charges.
+    # Two prompts, 23 new tokens each. Plain: 27 steps per run (unit 1 ms). Speculative, per run: a first
+    # round of 5 tokens whose calls (the draft's turn, the target's call of the prompt and 4 drafts) took
+    # 5.5 steps, then three rounds scoring 5 tokens (4 drafts at c = 0.1, bare call 1.6) and one scoring
+    # 3 (2 drafts, 1.2): 2 x 5.5 + 6 x 2.0 + 2 x 1.4 = 25.8 steps for the 46 tokens plain decoding wrote
+    # in 54: at most 54 / 25.8. The whole turn f (call + sampling + verification) and plain's first step
+    # are not what it charges.
     costs = TurnCosts(1e-3, 0.1, {5: 2.4, 3: 1.9}, {5: 1.6, 3: 1.2}, prompt=5.0, rounds={5: 6, 3: 2}, first_calls=5.5)
-    plain = [SimpleNamespace(seconds=0.105, tokens=np.zeros(101, dtype=np.int64)) for _ in range(2)]
-    speculative = [SimpleNamespace(tokens=np.zeros(101, dtype=np.int64)) for _ in range(2)]
-    row = SimpleNamespace(tokens=202, plain=plain, speculative=speculative, costs=costs)  # what calls_only reads
-    assert calls_only(row) == pytest.approx(210 / 25.8)
+    plain = [SimpleNamespace(seconds=0.027, tokens=np.zeros(23, dtype=np.int64)) for _ in range(2)]
+    speculative = [SimpleNamespace(tokens=np.zeros(23, dtype=np.int64)) for _ in range(2)]
+    row = SimpleNamespace(tokens=46, plain=plain, speculative=speculative, costs=costs)  # what calls_only reads
+    assert calls_only(row) == pytest.approx(54 / 25.8)
     row.costs = dataclasses.replace(costs, f={5: 9.0, 3: 9.0}, prompt=50.0, rounds={5: 8})
-    assert calls_only(row) == pytest.approx(210 / (11 + 8 * 2.0))
+    assert calls_only(row) == pytest.approx(54 / (11 + 8 * 2.0))
+    # rounds of one token only (nothing drafted after the first rounds): c is NaN, and not needed
+    row.costs = dataclasses.replace(costs, c=float("nan"), f_call={1: 1.1}, rounds={1: 10})
+    assert calls_only(row) == pytest.approx(54 / (11 + 10 * 1.1))
 
 
 def test_bench_speculative_runs_with_block_verification():

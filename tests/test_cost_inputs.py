@@ -22,6 +22,7 @@ from specdec.harness import (
     RoundTurns,
     TimedModel,
     TurnCosts,
+    calls_only,
     predict,
     predict_from_rounds,
     run_turns,
@@ -113,7 +114,8 @@ def test_run_turns_by_hand():
     alone = run_turns(SimpleNamespace(seconds=1.0), SimpleNamespace(starts=[0.3], calls=[(5, 0.1)]), draft, end=1.0)
     assert alone.prompt == pytest.approx(1.0) and alone.turns == [] and alone.drafted == 0  # one round: the prompt's
     assert turns.first_calls == pytest.approx(0.25)  # the draft's turn 0.1 to 0.3, then the target's call of 0.05
-    assert alone.first_calls == pytest.approx(0.3)  # 0.1 to 0.3 and 0.1: its draft calls all came before its call
+    assert alone.first_calls == pytest.approx(0.3)  # 0.1 to 0.3, then 0.1: the draft calls after its call are ignored
+    assert target.calls[0][1] <= turns.first_calls <= turns.prompt  # the call, at most the whole first round
 
 
 def test_turn_costs_by_hand():
@@ -147,6 +149,7 @@ def test_side_by_side_rows_carry_inputs_that_add_up_to_the_plain_runs(tiny_pair)
         assert (costs.prompt * runs + steps) * costs.unit == pytest.approx(sum(r.seconds for r in row.plain))
         assert sum(costs.rounds.values()) == row.target_calls - len(row.speculative)
         assert costs.c > 0 and all(f > costs.f_call[n] for n, f in costs.f.items())
+        assert calls_only(row) >= row.speedup  # the calls are disjoint stretches of the runs they are timed in
 
 
 # --- predictions ---------------------------------------------------------------------------
