@@ -1,7 +1,6 @@
 # Generated from notebooks/05_sampling_pipeline.ipynb by tools/export.py: edit the notebook, not this file.
 """The sampling pipeline: temperature -> top-k -> top-p -> min-p, validated, batched and fast."""
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +18,7 @@ from specdec.validation import (
     check_sampling_rng,
     check_temperature,
     check_top_p,
+    maxima_are_finite,
 )
 
 
@@ -149,7 +149,7 @@ def temperature_probs(logits, temperature: float) -> np.ndarray:
     if x.dtype.kind != "f" or x.ndim == 0 or x.size == 0:  # integers, scalars, empty: check_logits first
         x = check_logits(x)
     row_max = x.max(axis=-1, keepdims=True)  # (..., 1)
-    if not all(map(math.isfinite, row_max.ravel().tolist())):  # on Python floats: no overflow, no warning
+    if not maxima_are_finite(row_max):
         check_logits(x)  # raises: it says which row holds NaN, +inf or only -inf
     probs = scaled_logits(x, row_max, temperature)  # (..., V) a fresh array: exponentiate it in place
     np.exp(probs, out=probs)
